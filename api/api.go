@@ -1,0 +1,158 @@
+// Package api holds the wire types of ticketd's HTTP API and the rules that
+// both the server and its clients check: sequence names and count limits.
+//
+// It imports nothing but the standard library so that the client SDK can share
+// these types without importing anything of the server.
+package api
+
+import (
+	"fmt"
+	"math"
+)
+
+const (
+	// MaxSequenceNameLen is the longest sequence name accepted.
+	MaxSequenceNameLen = 64
+
+	// MaxReserveCount is the largest count one reservation may ask for.
+	MaxReserveCount int64 = 10_000_000
+
+	// MaxBodyBytes is the largest request body the HTTP API reads; a larger
+	// body is refused with 413.
+	MaxBodyBytes = 64 << 10
+
+	// DefaultStart is the first ID of a sequence created without "start".
+	DefaultStart int64 = 1
+
+	// DefaultMax is the largest ID of a sequence created without "max".
+	DefaultMax int64 = math.MaxInt64
+)
+
+// ValidateSequenceName reports whether name follows the one naming rule:
+// 1 to 64 characters, each an ASCII letter, digit, '.', '_' or '-'.
+func ValidateSequenceName(name string) error {
+	if name == "" {
+		return fmt.Errorf("sequence name is empty; use 1 to %d of [A-Za-z0-9._-]", MaxSequenceNameLen)
+	}
+	if len(name) > MaxSequenceNameLen {
+		return fmt.Errorf("sequence name is %d characters long; at most %d are allowed", len(name), MaxSequenceNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return fmt.Errorf("sequence name has %q at byte %d; only [A-Za-z0-9._-] are allowed", c, i)
+		}
+	}
+	return nil
+}
+
+// ValidateCount reports whether count is an acceptable reservation size.
+func ValidateCount(count int64) error {
+	if count < 1 || count > MaxReserveCount {
+		return fmt.Errorf("count must be between 1 and %d, got %d", MaxReserveCount, count)
+	}
+	return nil
+}
+
+// ValidateBounds reports whether start and max describe a usable sequence.
+func ValidateBounds(start, max int64) error {
+	if start < 1 {
+		return fmt.Errorf("start must be at least 1, got %d", start)
+	}
+	if max < start {
+		return fmt.Errorf("max (%d) must be at least start (%d)", max, start)
+	}
+	return nil
+}
+
+// CreateSequenceRequest is the optional body of PUT /v1/sequences/{name}.
+// A nil field takes its default (DefaultStart, DefaultMax).
+type CreateSequenceRequest struct {
+	Start *int64 `json:"start,omitempty"`
+	Max   *int64 `json:"max,omitempty"`
+}
+
+// Sequence describes a sequence as GET /v1/sequences/{name} returns it.
+type Sequence struct {
+	Name string `json:"name"`
+	// Next is the lowest ID never handed to any leader; nil once the
+	// sequence is exhausted (every ID up to Max was handed out).
+	Next *int64 `json:"next"`
+	// Start is the first ID the sequence was created with.
+	Start int64 `json:"start"`
+	Max   int64 `json:"max"`
+	// Remaining is how many IDs are still available to hand out.
+	Remaining int64 `json:"remaining"`
+}
+
+// SequenceList is the body of GET /v1/sequences.
+type SequenceList struct {
+	Sequences []Sequence `json:"sequences"`
+}
+
+// ReserveRequest is the body of POST /v1/sequences/{name}/ranges.
+type ReserveRequest struct {
+	Count int64 `json:"count"`
+}
+
+// Range is an inclusive range of IDs reserved from a sequence:
+// Last-First+1 IDs, each handed out exactly once.
+type Range struct {
+	Sequence string `json:"sequence"`
+	First    int64  `json:"first"`
+	Last     int64  `json:"last"`
+}
+
+// Member is one node of the cluster.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Voter    bool   `json:"voter"`
+}
+
+// JoinRequest is the body of POST /v1/cluster/members.
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+}
+
+// ClusterStatus is the body of GET /v1/cluster: the answering node's view.
+type ClusterStatus struct {
+	// Node is the ID of the node that answered.
+	Node         string   `json:"node"`
+	State        string   `json:"state"`
+	Leader       string   `json:"leader"`
+	Term         uint64   `json:"term"`
+	CommitIndex  uint64   `json:"commit_index"`
+	AppliedIndex uint64   `json:"applied_index"`
+	Members      []Member `json:"members"`
+}
+
+// Problem is an RFC 9457 problem details body (application/problem+json).
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Leader names the leader when the answering node knows it.
+	Leader string `json:"leader,omitempty"`
+}
+
+// Problem types: stable identifiers that clients switch on.
+const (
+	ProblemBadRequest        = "urn:ticketd:problem:bad-request"
+	ProblemNotFound          = "urn:ticketd:problem:sequence-not-found"
+	ProblemExhausted         = "urn:ticketd:problem:sequence-exhausted"
+	ProblemConflict          = "urn:ticketd:problem:conflict"
+	ProblemTooLarge          = "urn:ticketd:problem:body-too-large"
+	ProblemUnavailable       = "urn:ticketd:problem:unavailable"
+	ProblemMemberNotFound    = "urn:ticketd:problem:member-not-found"
+	ProblemInternal          = "urn:ticketd:problem:internal"
+	ProblemRouteNotFound     = "urn:ticketd:problem:route-not-found"
+	ProblemMethodNotAllowed  = "urn:ticketd:problem:method-not-allowed"
+	ProblemUnsupportedMedium = "urn:ticketd:problem:unsupported-media-type"
+)

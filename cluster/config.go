@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+)
+
+// Peer is one entry of a static initial cluster.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// ParseInitialCluster parses "id=host:port,id=host:port,...".
+func ParseInitialCluster(s string) ([]Peer, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var peers []Peer
+	seenID := map[string]bool{}
+	seenAddr := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("initial cluster entry %q: want id=host:port", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("initial cluster entry %q: %v", part, err)
+		}
+		if seenID[id] {
+			return nil, fmt.Errorf("initial cluster names id %q twice", id)
+		}
+		if seenAddr[addr] {
+			return nil, fmt.Errorf("initial cluster names address %q twice", addr)
+		}
+		seenID[id], seenAddr[addr] = true, true
+		peers = append(peers, Peer{ID: id, RaftAddr: addr})
+	}
+	return peers, nil
+}
+
+// Config configures one node.
+type Config struct {
+	// ID is this node's Raft server ID; it must stay the same across
+	// restarts, since Raft's configuration names nodes by it.
+	ID string
+	// DataDir holds the Raft log, stable store and snapshots.
+	DataDir string
+	// RaftAddr is the address the Raft port binds to.
+	RaftAddr string
+	// RaftAdvertise is the address other nodes dial; RaftAddr if empty.
+	RaftAdvertise string
+	// HTTPAdvertise is this node's API address (host:port) as other nodes
+	// should reach it; the node records it in the replicated member
+	// metadata so that followers can forward to the leader.
+	HTTPAdvertise string
+
+	// Bootstrap starts a new single-node cluster when DataDir is empty.
+	Bootstrap bool
+	// InitialCluster bootstraps a new cluster of these voters when DataDir
+	// is empty; every node of the new cluster gets the identical list.
+	InitialCluster []Peer
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	// SnapshotThreshold is how many entries since the last snapshot
+	// trigger a new one; SnapshotInterval how often that is checked.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	// TrailingLogs is how many entries a snapshot leaves in the log, so a
+	// briefly lagging follower catches up from the log, not a snapshot.
+	TrailingLogs uint64
+	// SnapshotRetain is how many snapshots stay on disk.
+	SnapshotRetain int
+
+	// ProbeTimeout bounds one leadership-confirmation round.
+	ProbeTimeout time.Duration
+
+	// Listener, if set, is used for the Raft port instead of listening on
+	// RaftAddr (tests pass a listener on 127.0.0.1:0).
+	Listener net.Listener
+
+	Logger *slog.Logger
+	// RaftLogLevel is the level of hashicorp/raft's own log lines
+	// (its default, DEBUG, is far too loud).
+	RaftLogLevel slog.Level
+}
+
+// DefaultConfig returns production timings: hashicorp/raft's own defaults,
+// which tolerate a busy machine and a WAN-ish network.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   120 * time.Second,
+		TrailingLogs:       10240,
+		SnapshotRetain:     2,
+		ProbeTimeout:       1000 * time.Millisecond,
+		RaftLogLevel:       slog.LevelWarn,
+	}
+}
+
+// Validate reports the first thing wrong with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("node id is empty"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir is empty"))
+	}
+	if c.Listener == nil && c.RaftAddr == "" {
+		errs = append(errs, errors.New("raft address is empty"))
+	}
+	if c.HTTPAdvertise == "" {
+		errs = append(errs, errors.New("HTTP advertise address is empty"))
+	}
+	if c.Bootstrap && len(c.InitialCluster) > 0 {
+		errs = append(errs, errors.New("bootstrap and initial cluster are exclusive: bootstrap starts a single-node cluster"))
+	}
+	if len(c.InitialCluster) > 0 {
+		found := false
+		for _, p := range c.InitialCluster {
+			if p.ID == c.ID {
+				found = true
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("initial cluster does not name this node's id %q", c.ID))
+		}
+	}
+	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.CommitTimeout <= 0 {
+		errs = append(errs, errors.New("raft timeouts must be positive"))
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		errs = append(errs, errors.New("leader lease timeout must not exceed the heartbeat timeout"))
+	}
+	if c.ProbeTimeout <= 0 {
+		errs = append(errs, errors.New("probe timeout must be positive"))
+	}
+	if c.SnapshotRetain < 1 {
+		errs = append(errs, errors.New("snapshot retain must be at least 1"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// One TCP port carries both Raft's traffic and ticketd's leadership probes:
+// the dialer writes one byte naming the service, and the mux hands the
+// connection to that service. One port keeps membership to a single Raft
+// address per node, and puts both services behind whatever secures the
+// listener.
+const (
+	muxRaft  byte = 'R'
+	muxProbe byte = 'P'
+
+	// muxHeaderTimeout bounds how long an accepted connection may take to
+	// name its service, so a silent client cannot hold a goroutine forever.
+	muxHeaderTimeout = 5 * time.Second
+)
+
+type mux struct {
+	ln        net.Listener
+	advertise net.Addr
+	log       *slog.Logger
+	raftConns chan net.Conn
+	probe     func(net.Conn)
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup
+}
+
+func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, probe func(net.Conn)) *mux {
+	m := &mux{
+		ln:        ln,
+		advertise: advertise,
+		log:       log,
+		raftConns: make(chan net.Conn),
+		probe:     probe,
+		closed:    make(chan struct{}),
+	}
+	m.wg.Add(1)
+	go m.serve()
+	return m
+}
+
+func (m *mux) serve() {
+	defer m.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.closed:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// A transient accept error (out of file descriptors): back off
+			// as net/http does rather than spin.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			m.log.Warn("raft listener accept failed", "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-m.closed:
+				return
+			}
+			continue
+		}
+		delay = 0
+		m.wg.Add(1)
+		go m.route(c)
+	}
+}
+
+func (m *mux) route(c net.Conn) {
+	defer m.wg.Done()
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(muxHeaderTimeout))
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	switch b[0] {
+	case muxRaft:
+		select {
+		case m.raftConns <- c:
+		case <-m.closed:
+			_ = c.Close()
+		}
+	case muxProbe:
+		// The probe server owns the connection from here and closes it
+		// when it shuts down.
+		go m.probe(c)
+	default:
+		m.log.Warn("raft port: connection with unknown service byte dropped", "byte", b[0], "remote", c.RemoteAddr())
+		_ = c.Close()
+	}
+}
+
+// Close stops accepting and waits for the routing goroutines. Connections
+// already handed to Raft or to the probe server are theirs to close.
+func (m *mux) Close() error {
+	var err error
+	m.closeOnce.Do(func() {
+		close(m.closed)
+		err = m.ln.Close()
+	})
+	m.wg.Wait()
+	return err
+}
+
+// raftLayer is the raft.StreamLayer over the mux.
+type raftLayer struct{ m *mux }
+
+var _ raft.StreamLayer = raftLayer{}
+
+func (l raftLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.m.raftConns:
+		return c, nil
+	case <-l.m.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close is called by raft's transport on shutdown; the node closes the mux
+// itself once the probe server is done too, so this only stops Accept.
+func (l raftLayer) Close() error { return nil }
+
+func (l raftLayer) Addr() net.Addr { return l.m.advertise }
+
+func (l raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return dialService(string(address), muxRaft, timeout)
+}
+
+func dialService(address string, service byte, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.Dial("tcp", address)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte{service}); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("dial %s: write service byte: %w", address, err)
+	}
+	_ = c.SetWriteDeadline(time.Time{})
+	return c, nil
+}

@@ -1,0 +1,674 @@
+// Package cluster owns hashicorp/raft for one ticketd node: its stores and
+// transport, bootstrap, membership, the leader loop (a Barrier before a new
+// leader serves), and the quorum check that makes ranges served from memory
+// linearizable. DESIGN.md says why each piece is the way it is.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// Leadership identifies one stretch of leadership of this node: Epoch counts
+// every change of leadership state on this node, Term is Raft's term. Blocks
+// handed to a leader belong to one Leadership and die with it.
+type Leadership struct {
+	Epoch uint64
+	Term  uint64
+}
+
+// LeadershipListener is told when this node starts serving as leader (after
+// its Barrier) and when it stops. Calls come from one goroutine, in order.
+type LeadershipListener interface {
+	LeadershipAcquired(Leadership)
+	LeadershipLost(Leadership)
+}
+
+// Node is one member of a ticketd cluster.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	fsm   *fsm.FSM
+	raft  *raft.Raft
+	store *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+	mux   *mux
+
+	probeServer *probeServer
+	probeClient *probeClient
+	verifier    *verifier
+
+	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
+	listener LeadershipListener
+	current  atomic.Pointer[Leadership] // non-nil while serving as leader
+	epoch    atomic.Uint64
+
+	observer *raft.Observer
+	obsCh    chan raft.Observation
+
+	shutdownOnce sync.Once
+	shutdownCh   chan struct{}
+	wg           sync.WaitGroup
+}
+
+// Open starts a node: it opens (or creates) the stores in cfg.DataDir,
+// bootstraps a new cluster if cfg asks for one and the stores are empty, and
+// starts Raft. listener may be nil.
+func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "cluster", "node", cfg.ID)
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+
+	n := &Node{
+		cfg:        cfg,
+		log:        log,
+		fsm:        f,
+		listener:   listener,
+		obsCh:      make(chan raft.Observation, 64),
+		shutdownCh: make(chan struct{}),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeResources()
+		}
+	}()
+
+	// raft-boltdb fsyncs every write (NoSync is false): an entry counts
+	// only once it is on disk.
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("open raft store: %w", err)
+	}
+	n.store = store
+
+	base := cfg.Logger
+	if base == nil {
+		base = slog.Default()
+	}
+	hlog := newRaftLogger(base.With("component", "raft", "node", cfg.ID), cfg.RaftLogLevel)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.RaftAddr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on raft address: %w", err)
+		}
+	}
+	advertise := ln.Addr()
+	if cfg.RaftAdvertise != "" {
+		advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("raft advertise address: %w", err)
+		}
+	}
+	if a, isTCP := advertise.(*net.TCPAddr); isTCP && a.IP.IsUnspecified() {
+		_ = ln.Close()
+		return nil, fmt.Errorf("raft address %s is not reachable by other nodes: set an advertise address", advertise)
+	}
+	n.probeServer = newProbeServer(func() uint64 {
+		// A probe can arrive before Raft has started; term 0 counts for
+		// no one.
+		if r := n.started.Load(); r != nil {
+			return r.CurrentTerm()
+		}
+		return 0
+	})
+	n.mux = newMux(ln, advertise, log, n.probeServer.serve)
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  raftLayer{n.mux},
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  hlog,
+	})
+	n.probeClient = newProbeClient()
+	n.verifier = newVerifier(n.probeRound)
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.ShutdownOnRemove = false // a removed node stays up to answer and be shut down by its operator
+	rc.BatchApplyCh = true      // concurrent proposals share one disk write and one replication round
+	rc.Logger = hlog
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raft config: %w", err)
+	}
+
+	existing, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("read raft state: %w", err)
+	}
+	if !existing {
+		if err := n.bootstrap(rc, snaps, advertise); err != nil {
+			return nil, err
+		}
+	} else if cfg.Bootstrap || len(cfg.InitialCluster) > 0 {
+		log.Info("data dir holds raft state; resuming it and ignoring the bootstrap settings")
+	}
+
+	r, err := raft.NewRaft(rc, f, store, store, snaps, n.trans)
+	if err != nil {
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+	n.started.Store(r)
+	n.observer = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.RaftState, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	r.RegisterObserver(n.observer)
+	n.wg.Add(1)
+	go n.leaderLoop()
+	ok = true
+	return n, nil
+}
+
+func (n *Node) bootstrap(rc *raft.Config, snaps raft.SnapshotStore, advertise net.Addr) error {
+	var servers []raft.Server
+	switch {
+	case n.cfg.Bootstrap:
+		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: raft.ServerAddress(advertise.String())}}
+	case len(n.cfg.InitialCluster) > 0:
+		for _, p := range n.cfg.InitialCluster {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+	default:
+		return nil // joining: the leader adds this node
+	}
+	n.log.Info("bootstrapping a new cluster", "voters", len(servers))
+	if err := raft.BootstrapCluster(rc, n.store, n.store, snaps, n.trans, raft.Configuration{Servers: servers}); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	return nil
+}
+
+// leaderLoop turns Raft's leadership changes into serving and not serving.
+// Raft's LeaderCh can drop signals and fires before the new leader has
+// applied the entries of earlier terms (raft #508), so the loop watches the
+// observer and also polls, and a new leader serves only after a Barrier.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	poll := time.NewTicker(max(n.cfg.HeartbeatTimeout/10, 5*time.Millisecond))
+	defer poll.Stop()
+	for {
+		select {
+		case <-n.shutdownCh:
+			if cur := n.current.Swap(nil); cur != nil && n.listener != nil {
+				n.listener.LeadershipLost(*cur)
+			}
+			return
+		case <-n.obsCh:
+		case <-poll.C:
+		}
+		isLeader := n.raft.State() == raft.Leader
+		term := n.raft.CurrentTerm()
+		cur := n.current.Load()
+		if cur != nil && (!isLeader || cur.Term != term) {
+			n.stepDown(*cur)
+			cur = nil
+		}
+		if isLeader && cur == nil {
+			n.establish(term)
+		}
+	}
+}
+
+func (n *Node) stepDown(l Leadership) {
+	n.current.Store(nil)
+	n.epoch.Add(1)
+	n.log.Info("stopped serving as leader", "term", l.Term)
+	if n.listener != nil {
+		n.listener.LeadershipLost(l)
+	}
+}
+
+// establish runs the Barrier that makes this node's FSM hold everything
+// committed before its term, then starts serving.
+func (n *Node) establish(term uint64) {
+	if err := n.raft.Barrier(n.cfg.ElectionTimeout).Error(); err != nil {
+		n.log.Warn("barrier failed; not serving yet", "term", term, "err", err)
+		return
+	}
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return
+	}
+	l := Leadership{Epoch: n.epoch.Add(1), Term: term}
+	n.current.Store(&l)
+	n.log.Info("serving as leader", "term", term)
+	if n.listener != nil {
+		n.listener.LeadershipAcquired(l)
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.recordOwnMetadata(l)
+	}()
+}
+
+// recordOwnMetadata writes this node's addresses into the replicated member
+// metadata if they are missing or stale, so followers can forward to it.
+func (n *Node) recordOwnMetadata(l Leadership) {
+	want := fsm.Member{ID: n.cfg.ID, RaftAddr: n.mux.advertise.String(), HTTPAddr: n.cfg.HTTPAdvertise}
+	if m, ok := n.fsm.Member(n.cfg.ID); ok && m == want {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
+	defer cancel()
+	if _, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want))); err != nil {
+		n.log.Warn("could not record own metadata", "term", l.Term, "err", err)
+	}
+}
+
+// Leadership returns the current stretch of leadership, or false when this
+// node is not serving as leader.
+func (n *Node) Leadership() (Leadership, bool) {
+	if l := n.current.Load(); l != nil {
+		return *l, true
+	}
+	return Leadership{}, false
+}
+
+// ID returns this node's ID.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// RaftAddr returns the Raft address other nodes reach this node at.
+func (n *Node) RaftAddr() string { return n.mux.advertise.String() }
+
+// FSM returns the node's state machine, for reads.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Apply proposes a command and waits until it is committed and applied on
+// this node, then returns the FSM's response. A business rejection from the
+// FSM comes back as the error.
+func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
+	if _, ok := n.Leadership(); !ok {
+		return nil, ErrNotLeader
+	}
+	// raft's timeout bounds only the enqueue; the wait below has ours.
+	f := n.raft.Apply(cmd, n.cfg.ElectionTimeout)
+	if err := n.wait(ctx, f); err != nil {
+		return nil, err
+	}
+	resp := f.Response()
+	if err, isErr := resp.(error); isErr {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (n *Node) wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return mapRaftError(err)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	case <-n.shutdownCh:
+		return ErrShutdown
+	}
+}
+
+// ReserveBlock proposes a block reservation and returns the block the FSM
+// computed when it applied the entry.
+func (n *Node) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error) {
+	resp, err := n.Apply(ctx, fsm.EncodeReserveBlock(c))
+	if err != nil {
+		return fsm.Block{}, err
+	}
+	b, ok := resp.(fsm.Block)
+	if !ok {
+		return fsm.Block{}, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
+	}
+	return b, nil
+}
+
+// Sequence returns the local FSM's view of a sequence.
+func (n *Node) Sequence(name string) (fsm.Sequence, bool) { return n.fsm.Sequence(name) }
+
+// VerifyLeader confirms, with evidence gathered after the call began, that
+// this node is still the leader, and returns the term it leads in.
+func (n *Node) VerifyLeader(ctx context.Context) (uint64, error) {
+	return n.verifier.verify(ctx)
+}
+
+// probeRound asks every voter for its term. A voter that answers with our
+// term has not voted in a later election; a majority of them (counting
+// ourselves) proves that no later leader existed when the round started.
+func (n *Node) probeRound() (uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	term := n.raft.CurrentTerm()
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return 0, mapRaftError(err)
+	}
+	var peers []string
+	voters, acks := 0, 0
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			acks++
+			continue
+		}
+		peers = append(peers, string(s.Address))
+	}
+	if acks == 0 {
+		return 0, ErrNotLeader
+	}
+	need := voters/2 + 1
+	if acks < need {
+		type answer struct {
+			term uint64
+			err  error
+		}
+		deadline := time.Now().Add(n.cfg.ProbeTimeout)
+		answers := make(chan answer, len(peers))
+		for _, addr := range peers {
+			go func() {
+				t, err := n.probeClient.probe(addr, deadline)
+				answers <- answer{t, err}
+			}()
+		}
+		for range peers {
+			a := <-answers
+			if a.err != nil {
+				continue
+			}
+			if a.term > term {
+				return 0, fmt.Errorf("%w: a voter is in term %d, we lead term %d", ErrNotLeader, a.term, term)
+			}
+			if a.term == term {
+				acks++
+				if acks >= need {
+					break
+				}
+			}
+		}
+	}
+	if acks < need {
+		return 0, fmt.Errorf("%w: %d of %d voters answered in term %d", ErrNotConfirmed, acks, voters, term)
+	}
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return 0, ErrNotLeader
+	}
+	return term, nil
+}
+
+// LeaderHTTPAddr returns the leader's ID and API address as the replicated
+// metadata records it.
+func (n *Node) LeaderHTTPAddr() (id, httpAddr string, ok bool) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", "", false
+	}
+	m, found := n.fsm.Member(string(lid))
+	if !found || m.HTTPAddr == "" {
+		return string(lid), "", false
+	}
+	return string(lid), m.HTTPAddr, true
+}
+
+// LeaderID returns the ID of the leader this node knows of, or "".
+func (n *Node) LeaderID() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
+
+// Join adds a voter, or only updates its metadata when it is already a
+// voter at that address (a restarted or re-registering node).
+func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	present := false
+	for _, s := range cf.Configuration().Servers {
+		switch {
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr):
+			present = true
+		case s.ID == raft.ServerID(id):
+			return fmt.Errorf("%w: member %q already has raft address %s; remove it first", ErrMemberConflict, id, s.Address)
+		case s.Address == raft.ServerAddress(raftAddr):
+			return fmt.Errorf("%w: raft address %s already belongs to member %q", ErrMemberConflict, raftAddr, s.ID)
+		}
+	}
+	if !present {
+		f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+		if err := n.wait(ctx, f); err != nil {
+			return err
+		}
+		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
+	}
+	want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
+	if m, ok := n.fsm.Member(id); ok && m == want {
+		return nil
+	}
+	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
+	return err
+}
+
+// UpdateMetadata records the addresses of a node that is already in the
+// Raft configuration. Unlike Join it never adds a voter, so a node that was
+// removed cannot bring itself back by re-registering.
+func (n *Node) UpdateMetadata(ctx context.Context, id, raftAddr, httpAddr string) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID != raft.ServerID(id) {
+			continue
+		}
+		if s.Address != raft.ServerAddress(raftAddr) {
+			return fmt.Errorf("%w: member %q has raft address %s, not %s", ErrMemberConflict, id, s.Address, raftAddr)
+		}
+		want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
+		if m, ok := n.fsm.Member(id); ok && m == want {
+			return nil
+		}
+		_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
+		return err
+	}
+	return fmt.Errorf("%w: %q is not in the raft configuration", ErrMemberNotFound, id)
+}
+
+// Remove removes a member from the cluster. Removing the leader itself makes
+// it step down once the change commits.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	found := false
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			found = true
+		}
+	}
+	if !found {
+		if _, ok := n.fsm.Member(id); !ok {
+			return fmt.Errorf("%w: %q", ErrMemberNotFound, id)
+		}
+	}
+	// Metadata first: once the leader has removed itself it can no longer
+	// apply anything.
+	if _, err := n.Apply(ctx, fsm.EncodeRemoveMember(fsm.RemoveMember{ID: id})); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	f := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ElectionTimeout)
+	if err := n.wait(ctx, f); err != nil {
+		return err
+	}
+	n.log.Info("removed member", "id", id)
+	return nil
+}
+
+// TransferLeadership hands leadership to another voter and waits for it.
+func (n *Node) TransferLeadership(ctx context.Context) error {
+	return n.wait(ctx, n.raft.LeadershipTransfer())
+}
+
+// Snapshot forces a snapshot now.
+func (n *Node) Snapshot(ctx context.Context) error {
+	return n.wait(ctx, n.raft.Snapshot())
+}
+
+// Status returns this node's view of the cluster.
+func (n *Node) Status() (api.ClusterStatus, error) {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return api.ClusterStatus{}, mapRaftError(err)
+	}
+	st := api.ClusterStatus{
+		Node:         n.cfg.ID,
+		State:        n.raft.State().String(),
+		Leader:       n.LeaderID(),
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.raft.AppliedIndex(),
+		Members:      []api.Member{},
+	}
+	for _, s := range cf.Configuration().Servers {
+		m := api.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
+		if md, ok := n.fsm.Member(string(s.ID)); ok {
+			m.HTTPAddr = md.HTTPAddr
+		}
+		st.Members = append(st.Members, m)
+	}
+	return st, nil
+}
+
+// IsMember reports whether the Raft configuration names this node.
+func (n *Node) IsMember() bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// CaughtUp reports whether this node knows a leader and has applied every
+// entry it knows to be committed.
+func (n *Node) CaughtUp() bool {
+	if n.LeaderID() == "" {
+		return false
+	}
+	return n.raft.AppliedIndex() >= n.raft.CommitIndex()
+}
+
+// Shutdown stops the node. With transfer set, a leader first hands its
+// leadership to another voter so the cluster does not wait out an election.
+func (n *Node) Shutdown(ctx context.Context, transfer bool) error {
+	var err error
+	n.shutdownOnce.Do(func() {
+		if transfer && n.raft.State() == raft.Leader && n.voterCount() > 1 {
+			if terr := n.TransferLeadership(ctx); terr != nil {
+				n.log.Warn("leadership transfer on shutdown failed", "err", terr)
+			} else {
+				n.log.Info("leadership transferred")
+			}
+		}
+		close(n.shutdownCh)
+		n.raft.DeregisterObserver(n.observer)
+		if serr := n.raft.Shutdown().Error(); serr != nil {
+			err = serr
+		}
+		n.wg.Wait()
+		if cerr := n.closeResources(); cerr != nil && err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+func (n *Node) voterCount() int {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}
+
+func (n *Node) closeResources() error {
+	var errs []error
+	if n.probeClient != nil {
+		n.probeClient.closeAll()
+	}
+	if n.trans != nil {
+		errs = append(errs, n.trans.Close())
+	}
+	if n.probeServer != nil {
+		n.probeServer.Close()
+	}
+	if n.mux != nil {
+		errs = append(errs, n.mux.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	return errors.Join(errs...)
+}

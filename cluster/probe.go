@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// The leadership probe is ticketd's own quorum check (see DESIGN.md, "Why not
+// raft.VerifyLeader"). The leader sends every voter an 8-byte request id on a
+// connection it keeps open; the voter answers with the id and its current
+// Raft term. A voter that answers with the leader's term after the request
+// was sent had not voted in any later election when it answered.
+
+// probeServer answers probes with the node's current term.
+type probeServer struct {
+	term func() uint64
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newProbeServer(term func() uint64) *probeServer {
+	return &probeServer{term: term, conns: make(map[net.Conn]struct{})}
+}
+
+func (s *probeServer) serve(c net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		_ = c.Close()
+		s.wg.Done()
+	}()
+	var req [8]byte
+	var resp [16]byte
+	for {
+		if _, err := io.ReadFull(c, req[:]); err != nil {
+			return
+		}
+		copy(resp[:8], req[:])
+		binary.BigEndian.PutUint64(resp[8:], s.term())
+		if _, err := c.Write(resp[:]); err != nil {
+			return
+		}
+	}
+}
+
+func (s *probeServer) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// probeClient keeps one connection per peer. Rounds never overlap (the
+// verifier runs one at a time), so a connection carries one request at once;
+// the mutex only guards against a straggler from a timed-out round.
+type probeClient struct {
+	mu     sync.Mutex
+	conns  map[string]*probeConn
+	closed bool
+}
+
+type probeConn struct {
+	mu   sync.Mutex
+	conn net.Conn
+	next uint64
+}
+
+func newProbeClient() *probeClient {
+	return &probeClient{conns: make(map[string]*probeConn)}
+}
+
+var errProbeClientClosed = errors.New("probe client closed")
+
+func (pc *probeClient) conn(addr string) (*probeConn, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.closed {
+		return nil, errProbeClientClosed
+	}
+	c, ok := pc.conns[addr]
+	if !ok {
+		c = &probeConn{}
+		pc.conns[addr] = c
+	}
+	return c, nil
+}
+
+// probe asks the voter at addr for its current term, giving up at deadline.
+func (pc *probeClient) probe(addr string, deadline time.Time) (uint64, error) {
+	c, err := pc.conn(addr)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		nc, err := dialService(addr, muxProbe, time.Until(deadline))
+		if err != nil {
+			return 0, err
+		}
+		c.conn = nc
+	}
+	term, err := c.roundTrip(deadline)
+	if err != nil {
+		// The connection may hold a late answer; never reuse it.
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	return term, err
+}
+
+func (c *probeConn) roundTrip(deadline time.Time) (uint64, error) {
+	c.next++
+	var req [8]byte
+	binary.BigEndian.PutUint64(req[:], c.next)
+	_ = c.conn.SetDeadline(deadline)
+	if _, err := c.conn.Write(req[:]); err != nil {
+		return 0, err
+	}
+	var resp [16]byte
+	if _, err := io.ReadFull(c.conn, resp[:]); err != nil {
+		return 0, err
+	}
+	if id := binary.BigEndian.Uint64(resp[:8]); id != c.next {
+		return 0, fmt.Errorf("probe answer for request %d, want %d", id, c.next)
+	}
+	return binary.BigEndian.Uint64(resp[8:]), nil
+}
+
+// closeAll closes every connection; later probes fail.
+func (pc *probeClient) closeAll() {
+	pc.mu.Lock()
+	pc.closed = true
+	conns := pc.conns
+	pc.conns = map[string]*probeConn{}
+	pc.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		if c.conn != nil {
+			_ = c.conn.Close()
+			c.conn = nil
+		}
+		c.mu.Unlock()
+	}
+}

@@ -1,0 +1,455 @@
+// Command ticketd runs a ticketd node and talks to a running cluster.
+//
+//	ticketd serve   --id n1 --data-dir d1 --http-addr ... --raft-addr ... --initial-cluster n1=...,n2=...,n3=...
+//	ticketd create  SEQ [--start S] [--max M]
+//	ticketd reserve SEQ N
+//	ticketd sequences [SEQ]
+//	ticketd status
+//	ticketd join    --id n4 --raft-addr ... --http-addr ...
+//	ticketd remove  ID
+//	ticketd version
+//
+// Every flag can also be set as TICKETD_<FLAG> in the environment (for
+// example TICKETD_DATA_DIR); a flag given on the command line wins.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/client"
+	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `ticketd: a Raft-replicated ticket server
+
+usage:
+  ticketd serve     run a node (ticketd serve -h for its flags)
+  ticketd create    SEQ [--start S] [--max M]   create a sequence
+  ticketd reserve   SEQ N                        reserve N consecutive IDs
+  ticketd sequences [SEQ]                        show one or every sequence
+  ticketd status                                 show the cluster as a node sees it
+  ticketd join      --id ID --raft-addr A --http-addr H   add a node
+  ticketd remove    ID                           remove a node
+  ticketd version
+
+Client commands take --addr URL[,URL...] (env TICKETD_ADDR, default http://127.0.0.1:8080).
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stderr)
+	case "create":
+		err = createCmd(args[1:], stdout, stderr)
+	case "reserve":
+		err = reserveCmd(args[1:], stdout, stderr)
+	case "sequences":
+		err = sequencesCmd(args[1:], stdout, stderr)
+	case "status":
+		err = statusCmd(args[1:], stdout, stderr)
+	case "join":
+		err = joinCmd(args[1:], stdout, stderr)
+	case "remove":
+		err = removeCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "ticketd: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ticketd:", err)
+		var usageErr usageError
+		if errors.As(err, &usageErr) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func versionString() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " (" + s.Value[:12] + ")"
+			}
+		}
+		return fmt.Sprintf("ticketd %s %s", v, bi.GoVersion)
+	}
+	return "ticketd " + v
+}
+
+// parse parses flags, then fills every flag not given on the command line
+// from TICKETD_<NAME> in the environment.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		env := "TICKETD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %v", env, v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...).Error()}
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, l, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), l, nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), l, nil
+	}
+	return nil, l, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
+}
+
+func serve(args []string, stderr io.Writer) error {
+	def := server.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	id := fs.String("id", "", "this node's ID; must stay the same across restarts (required)")
+	dataDir := fs.String("data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
+	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address the HTTP API listens on")
+	httpAdv := fs.String("http-advertise", "", "host:port other nodes and clients reach the API at (default: --http-addr)")
+	raftAddr := fs.String("raft-addr", "127.0.0.1:8090", "address the Raft port listens on")
+	raftAdv := fs.String("raft-advertise", "", "host:port other nodes reach the Raft port at (default: --raft-addr)")
+	initial := fs.String("initial-cluster", "", "bootstrap a new cluster of these voters: id=raftaddr,id=raftaddr,... (identical on every node)")
+	bootstrap := fs.Bool("bootstrap", false, "bootstrap a new single-node cluster")
+	join := fs.String("join", "", "API URL(s) of existing members to join through, comma-separated")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	raftLogLevel := fs.String("raft-log-level", "warn", "level of hashicorp/raft's own log lines")
+	heartbeat := fs.Duration("heartbeat-timeout", def.Cluster.HeartbeatTimeout, "raft heartbeat timeout")
+	election := fs.Duration("election-timeout", def.Cluster.ElectionTimeout, "raft election timeout")
+	lease := fs.Duration("leader-lease-timeout", def.Cluster.LeaderLeaseTimeout, "raft leader lease timeout (a leader that hears from no quorum for this long steps down)")
+	snapThreshold := fs.Uint64("snapshot-threshold", def.Cluster.SnapshotThreshold, "log entries since the last snapshot that trigger a new one")
+	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
+	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	}
+	log, _, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+	var rl slog.Level
+	if err := rl.UnmarshalText([]byte(*raftLogLevel)); err != nil {
+		return usageError{fmt.Sprintf("--raft-log-level %q: want debug, info, warn or error", *raftLogLevel)}
+	}
+	peers, err := cluster.ParseInitialCluster(*initial)
+	if err != nil {
+		return usageError{"--initial-cluster: " + err.Error()}
+	}
+	cfg := def
+	cfg.Cluster.ID = *id
+	cfg.Cluster.DataDir = *dataDir
+	cfg.Cluster.RaftAddr = *raftAddr
+	cfg.Cluster.RaftAdvertise = *raftAdv
+	cfg.Cluster.Bootstrap = *bootstrap
+	cfg.Cluster.InitialCluster = peers
+	cfg.Cluster.HeartbeatTimeout = *heartbeat
+	cfg.Cluster.ElectionTimeout = *election
+	cfg.Cluster.LeaderLeaseTimeout = *lease
+	cfg.Cluster.SnapshotThreshold = *snapThreshold
+	cfg.Cluster.SnapshotInterval = *snapInterval
+	cfg.Cluster.TrailingLogs = *trailing
+	cfg.Cluster.RaftLogLevel = rl
+	cfg.HTTPAddr = *httpAddr
+	cfg.HTTPAdvertise = *httpAdv
+	cfg.Logger = log
+	if *join != "" {
+		for _, u := range strings.Split(*join, ",") {
+			cfg.Join = append(cfg.Join, strings.TrimSpace(u))
+		}
+	}
+	// HTTPAdvertise is filled in by server.Start; validate the rest now so
+	// a bad flag is reported before anything is opened.
+	vc := cfg.Cluster
+	vc.HTTPAdvertise = "validated-later:1"
+	if err := vc.Validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	if !*bootstrap && len(peers) == 0 && len(cfg.Join) == 0 {
+		log.Info("no --bootstrap, --initial-cluster or --join: resuming from the data dir, or waiting to be added by `ticketd join`")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.Start(cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("signal received; shutting down")
+	case err := <-srv.Done():
+		log.Error("HTTP server stopped", "err", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// clientFlags adds the flags every client command shares.
+func clientFlags(fs *flag.FlagSet) (addr *string, timeout *time.Duration) {
+	addr = fs.String("addr", "http://127.0.0.1:8080", "API URL(s) of cluster nodes, comma-separated")
+	timeout = fs.Duration("timeout", 10*time.Second, "how long the command may take")
+	return
+}
+
+func newClient(addr string, timeout time.Duration) (*client.Client, context.Context, context.CancelFunc, error) {
+	var eps []string
+	for _, e := range strings.Split(addr, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			eps = append(eps, e)
+		}
+	}
+	c, err := client.New(eps)
+	if err != nil {
+		return nil, nil, nil, usageError{err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return c, ctx, cancel, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// flagsAnywhere lets positional arguments come before flags
+// ("reserve orders 10 --addr ..."), which the flag package alone does not.
+func flagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func createCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr, timeout := clientFlags(fs)
+	start := fs.Int64("start", api.DefaultStart, "first ID of the sequence")
+	maxID := fs.Int64("max", api.DefaultMax, "largest ID of the sequence")
+	pos, err := flagsAnywhere(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"usage: ticketd create SEQ [--start S] [--max M]"}
+	}
+	c, ctx, cancel, err := newClient(*addr, *timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	info, created, err := c.CreateSequence(ctx, pos[0], client.SequenceSettings{Start: *start, Max: *maxID})
+	if err != nil {
+		return err
+	}
+	if !created {
+		fmt.Fprintf(stderr, "sequence %q already exists with these settings\n", pos[0])
+	}
+	return printJSON(stdout, info)
+}
+
+func reserveCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reserve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr, timeout := clientFlags(fs)
+	pos, err := flagsAnywhere(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError{"usage: ticketd reserve SEQ N"}
+	}
+	n, err := strconv.ParseInt(pos[1], 10, 64)
+	if err != nil {
+		return usageError{fmt.Sprintf("N must be an integer, got %q", pos[1])}
+	}
+	c, ctx, cancel, err := newClient(*addr, *timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	r, err := c.Reserve(ctx, pos[0], n)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, api.Range{Sequence: pos[0], First: r.First, Last: r.Last})
+}
+
+func sequencesCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sequences", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr, timeout := clientFlags(fs)
+	pos, err := flagsAnywhere(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageError{"usage: ticketd sequences [SEQ]"}
+	}
+	c, ctx, cancel, err := newClient(*addr, *timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if len(pos) == 1 {
+		info, err := c.SequenceInfo(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, info)
+	}
+	seqs, err := c.Sequences(ctx)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, api.SequenceList{Sequences: seqs})
+}
+
+func statusCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr, timeout := clientFlags(fs)
+	if _, err := flagsAnywhere(fs, args); err != nil {
+		return err
+	}
+	c, ctx, cancel, err := newClient(*addr, *timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	st, err := c.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, st)
+}
+
+func joinCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("join", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr, timeout := clientFlags(fs)
+	id := fs.String("id", "", "ID of the node to add")
+	raftAddr := fs.String("raft-addr", "", "Raft address of the node to add")
+	httpAddr := fs.String("http-addr", "", "API host:port of the node to add")
+	if _, err := flagsAnywhere(fs, args); err != nil {
+		return err
+	}
+	if *id == "" || *raftAddr == "" || *httpAddr == "" {
+		return usageError{"usage: ticketd join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--addr URL]"}
+	}
+	c, ctx, cancel, err := newClient(*addr, *timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := c.AddMember(ctx, api.JoinRequest{ID: *id, RaftAddr: *raftAddr, HTTPAddr: *httpAddr}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "added %s (raft %s, http %s)\n", *id, *raftAddr, *httpAddr)
+	return nil
+}
+
+func removeCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("remove", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr, timeout := clientFlags(fs)
+	pos, err := flagsAnywhere(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"usage: ticketd remove ID [--addr URL]"}
+	}
+	c, ctx, cancel, err := newClient(*addr, *timeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if err := c.RemoveMember(ctx, pos[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "removed %s\n", pos[0])
+	return nil
+}

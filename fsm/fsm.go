@@ -1,0 +1,319 @@
+// Package fsm is ticketd's replicated state machine: named sequences with
+// their high-water marks, and the cluster's member metadata.
+//
+// It is pure and deterministic: the same log gives the same state and the same
+// responses on every node. It knows raft.Log, raft.FSMSnapshot and
+// raft.SnapshotSink and nothing of transports, HTTP or time. DESIGN.md states
+// the invariants and why they hold.
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ticketd/ticketd/api"
+)
+
+// Business rejections, returned as the Apply response (an error value, not a
+// panic: the entry is valid, the request is not). Each leaves the state as it
+// was.
+var (
+	// ErrSequenceNotFound: the named sequence does not exist.
+	ErrSequenceNotFound = errors.New("sequence not found")
+	// ErrSequenceExhausted: fewer IDs are left than asked for; a sequence
+	// never wraps.
+	ErrSequenceExhausted = errors.New("sequence exhausted")
+	// ErrSequenceConflict: the sequence exists with other settings.
+	ErrSequenceConflict = errors.New("sequence exists with different settings")
+	// ErrInvalidCommand: a well-formed entry whose arguments break a rule
+	// (bad name, count out of range). The leader validates before it
+	// proposes, so this means a client bypassed validation or a bug.
+	ErrInvalidCommand = errors.New("invalid command")
+)
+
+// Sequence is the replicated state of one sequence.
+type Sequence struct {
+	Name  string `json:"name"`
+	Start int64  `json:"start"`
+	Max   int64  `json:"max"`
+	// Issued is the high-water mark: the highest ID ever handed to a leader,
+	// Start-1 before the first block. It only grows, and never past Max.
+	Issued int64 `json:"issued"`
+}
+
+// Remaining is how many IDs are left to hand out.
+func (s Sequence) Remaining() int64 { return s.Max - s.Issued }
+
+// Next is the lowest ID never handed to any leader, and false once the
+// sequence is exhausted (Next would be Max+1, which may not fit an int64).
+func (s Sequence) Next() (int64, bool) {
+	if s.Issued >= s.Max {
+		return 0, false
+	}
+	return s.Issued + 1, true
+}
+
+// Block is the result of an applied CommandReserveBlock: IDs First..Last
+// (inclusive) now belong to the leader that proposed the entry.
+type Block struct {
+	Sequence string
+	First    int64
+	Last     int64
+	// Index and Term are those of the log entry that granted the block.
+	Index uint64
+	Term  uint64
+}
+
+// Len is the number of IDs in the block.
+func (b Block) Len() int64 { return b.Last - b.First + 1 }
+
+// CreateResult is the result of an applied CommandCreateSequence.
+type CreateResult struct {
+	Sequence Sequence
+	// Created is false when the sequence already existed with the same
+	// settings.
+	Created bool
+}
+
+// Member is a node's metadata.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+}
+
+// FSM implements raft.FSM. Apply runs on raft's FSM goroutine; the read
+// methods may be called from any goroutine.
+type FSM struct {
+	mu        sync.RWMutex
+	sequences map[string]*Sequence
+	members   map[string]Member
+	lastIndex uint64
+	lastTerm  uint64
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// New returns an empty FSM.
+func New() *FSM {
+	return &FSM{sequences: make(map[string]*Sequence), members: make(map[string]Member)}
+}
+
+// Apply applies one committed log entry and returns its result: a
+// CreateResult, a Block, nil, or one of the errors above. An entry that
+// cannot be decoded panics: the log is corrupt or was written by a newer
+// version, and applying anything after it would let this node diverge.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if len(l.Data) == 0 {
+		panic(fmt.Sprintf("fsm: empty log entry at index %d", l.Index))
+	}
+	// As in Nomad, the flag is stripped before dispatch: a known type
+	// with the flag set is applied, an unknown one is skipped.
+	t := CommandType(l.Data[0])
+	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
+	t &^= IgnoreUnknownTypeFlag
+	body := l.Data[1:]
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastIndex, f.lastTerm = l.Index, l.Term
+
+	switch t {
+	case CommandCreateSequence:
+		var c CreateSequence
+		mustDecode(l, t, body, &c)
+		return f.applyCreate(c)
+	case CommandReserveBlock:
+		var c ReserveBlock
+		mustDecode(l, t, body, &c)
+		return f.applyReserve(c, l.Index, l.Term)
+	case CommandSetMember:
+		var c SetMember
+		mustDecode(l, t, body, &c)
+		if c.ID == "" {
+			return fmt.Errorf("%w: member id is empty", ErrInvalidCommand)
+		}
+		f.members[c.ID] = Member(c)
+		return nil
+	case CommandRemoveMember:
+		var c RemoveMember
+		mustDecode(l, t, body, &c)
+		delete(f.members, c.ID)
+		return nil
+	}
+	if ignoreUnknown {
+		return nil
+	}
+	panic(fmt.Sprintf("fsm: unknown command type %d at index %d", uint8(t), l.Index))
+}
+
+func mustDecode(l *raft.Log, t CommandType, body []byte, v any) {
+	if err := json.Unmarshal(body, v); err != nil {
+		panic(fmt.Sprintf("fsm: cannot decode %s at index %d: %v", t, l.Index, err))
+	}
+}
+
+func (f *FSM) applyCreate(c CreateSequence) any {
+	if err := api.ValidateSequenceName(c.Name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	if err := api.ValidateBounds(c.Start, c.Max); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	if s, ok := f.sequences[c.Name]; ok {
+		if s.Start != c.Start || s.Max != c.Max {
+			return fmt.Errorf("%w: %q has start %d and max %d", ErrSequenceConflict, c.Name, s.Start, s.Max)
+		}
+		return CreateResult{Sequence: *s}
+	}
+	s := &Sequence{Name: c.Name, Start: c.Start, Max: c.Max, Issued: c.Start - 1}
+	f.sequences[c.Name] = s
+	return CreateResult{Sequence: *s, Created: true}
+}
+
+func (f *FSM) applyReserve(c ReserveBlock, index, term uint64) any {
+	if c.Count < 1 || c.Min < 1 || c.Min > c.Count {
+		return fmt.Errorf("%w: block count %d and min %d must satisfy 1 <= min <= count", ErrInvalidCommand, c.Count, c.Min)
+	}
+	s, ok := f.sequences[c.Name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrSequenceNotFound, c.Name)
+	}
+	// Issued <= Max always holds, so Remaining cannot overflow, and neither
+	// can Issued+granted <= Max.
+	granted := min(c.Count, s.Remaining())
+	if granted < c.Min {
+		return fmt.Errorf("%w: %q has %d IDs left (max %d), %d needed", ErrSequenceExhausted, c.Name, s.Remaining(), s.Max, c.Min)
+	}
+	b := Block{Sequence: c.Name, First: s.Issued + 1, Last: s.Issued + granted, Index: index, Term: term}
+	s.Issued = b.Last
+	return b
+}
+
+// Sequence returns the state of the named sequence.
+func (f *FSM) Sequence(name string) (Sequence, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, ok := f.sequences[name]
+	if !ok {
+		return Sequence{}, false
+	}
+	return *s, true
+}
+
+// Sequences returns every sequence, sorted by name.
+func (f *FSM) Sequences() []Sequence {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sortedSequences()
+}
+
+func (f *FSM) sortedSequences() []Sequence {
+	out := make([]Sequence, 0, len(f.sequences))
+	for _, s := range f.sequences {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Member returns the metadata of one node.
+func (f *FSM) Member(id string) (Member, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	m, ok := f.members[id]
+	return m, ok
+}
+
+// Members returns every node's metadata, sorted by ID.
+func (f *FSM) Members() []Member {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sortedMembers()
+}
+
+func (f *FSM) sortedMembers() []Member {
+	out := make([]Member, 0, len(f.members))
+	for _, m := range f.members {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// LastApplied returns the index and term of the last entry applied (or
+// restored from a snapshot).
+func (f *FSM) LastApplied() (index, term uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.lastIndex, f.lastTerm
+}
+
+// Snapshot captures the state; Persist writes it while Apply goes on.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return &snapshot{state: snapshotState{
+		LastIndex: f.lastIndex,
+		LastTerm:  f.lastTerm,
+		Sequences: f.sortedSequences(),
+		Members:   f.sortedMembers(),
+	}}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	seqs := make(map[string]*Sequence, len(st.Sequences))
+	for i := range st.Sequences {
+		s := st.Sequences[i]
+		if err := s.validate(); err != nil {
+			return fmt.Errorf("fsm: snapshot: %w", err)
+		}
+		if _, dup := seqs[s.Name]; dup {
+			return fmt.Errorf("fsm: snapshot: sequence %q appears twice", s.Name)
+		}
+		seqs[s.Name] = &s
+	}
+	members := make(map[string]Member, len(st.Members))
+	for _, m := range st.Members {
+		if m.ID == "" {
+			return fmt.Errorf("fsm: snapshot: a member has an empty id")
+		}
+		if _, dup := members[m.ID]; dup {
+			return fmt.Errorf("fsm: snapshot: member %q appears twice", m.ID)
+		}
+		members[m.ID] = m
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sequences, f.members = seqs, members
+	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
+	return nil
+}
+
+func (s Sequence) validate() error {
+	if err := api.ValidateSequenceName(s.Name); err != nil {
+		return err
+	}
+	if err := api.ValidateBounds(s.Start, s.Max); err != nil {
+		return fmt.Errorf("sequence %q: %v", s.Name, err)
+	}
+	if s.Issued < s.Start-1 || s.Issued > s.Max {
+		return fmt.Errorf("sequence %q: high-water mark %d outside [%d, %d]", s.Name, s.Issued, s.Start-1, s.Max)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/issuer"
+)
+
+// retryAfterSeconds is what a 503 tells clients to wait: about one election.
+const retryAfterSeconds = "1"
+
+// storeError maps an error from the Store to its problem.
+func (s *Service) storeError(c echo.Context, err error) error {
+	switch {
+	case errors.Is(err, fsm.ErrSequenceNotFound):
+		return problem(http.StatusNotFound, api.ProblemNotFound, "sequence not found", err.Error())
+	case errors.Is(err, fsm.ErrSequenceExhausted):
+		return problem(http.StatusConflict, api.ProblemExhausted, "sequence exhausted", err.Error())
+	case errors.Is(err, fsm.ErrSequenceConflict):
+		return problem(http.StatusConflict, api.ProblemConflict, "sequence exists with different settings", err.Error())
+	case errors.Is(err, fsm.ErrInvalidCommand):
+		return badRequest(err.Error())
+	case errors.Is(err, cluster.ErrMemberConflict):
+		return problem(http.StatusConflict, api.ProblemConflict, "member conflict", err.Error())
+	case errors.Is(err, cluster.ErrMemberNotFound):
+		return problem(http.StatusNotFound, api.ProblemMemberNotFound, "member not found", err.Error())
+	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrLeadershipLost),
+		errors.Is(err, cluster.ErrNotConfirmed), errors.Is(err, cluster.ErrTimeout),
+		errors.Is(err, cluster.ErrShutdown), errors.Is(err, issuer.ErrNotServing),
+		errors.Is(err, issuer.ErrStaleLeadership), errors.Is(err, issuer.ErrContended),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		id, _, _ := s.store.LeaderHTTPAddr()
+		return unavailable(err.Error(), id)
+	}
+	s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+	return problem(http.StatusInternalServerError, api.ProblemInternal, "internal error", err.Error())
+}
+
+// problemError is an error that renders as a problem details response;
+// handlers return it and handleEchoError writes it.
+type problemError struct {
+	status int
+	p      api.Problem
+}
+
+func (e *problemError) Error() string { return e.p.Title + ": " + e.p.Detail }
+
+func badRequest(detail string) error {
+	return problem(http.StatusBadRequest, api.ProblemBadRequest, "bad request", detail)
+}
+
+func unavailable(detail, leader string) error {
+	return &problemError{status: http.StatusServiceUnavailable, p: api.Problem{
+		Type: api.ProblemUnavailable, Title: "service unavailable", Detail: detail, Leader: leader,
+	}}
+}
+
+func problem(status int, typ, title, detail string) error {
+	return &problemError{status: status, p: api.Problem{Type: typ, Title: title, Detail: detail}}
+}
+
+func writeProblem(w http.ResponseWriter, status int, p api.Problem) {
+	p.Status = status
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// handleEchoError turns Echo's own errors (no route, wrong method) into
+// problem details.
+func (s *Service) handleEchoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var pe *problemError
+	if errors.As(err, &pe) {
+		writeProblem(c.Response(), pe.status, pe.p)
+		return
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		typ := api.ProblemBadRequest
+		switch he.Code {
+		case http.StatusNotFound:
+			typ = api.ProblemRouteNotFound
+		case http.StatusMethodNotAllowed:
+			typ = api.ProblemMethodNotAllowed
+		case http.StatusRequestEntityTooLarge:
+			typ = api.ProblemTooLarge
+		case http.StatusUnsupportedMediaType:
+			typ = api.ProblemUnsupportedMedium
+		}
+		detail := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok {
+			detail = m
+		}
+		if he.Code == http.StatusNotFound {
+			detail = "no route for " + c.Request().Method + " " + c.Request().URL.Path
+		}
+		writeProblem(c.Response(), he.Code, api.Problem{Type: typ, Title: http.StatusText(he.Code), Detail: detail})
+		return
+	}
+	s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err)
+	writeProblem(c.Response(), http.StatusInternalServerError, api.Problem{Type: api.ProblemInternal, Title: "internal error", Detail: err.Error()})
+}

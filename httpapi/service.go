@@ -1,0 +1,447 @@
+// Package httpapi is ticketd's HTTP API (Echo v4) over a small Store
+// interface. Every node answers every request: a node that is not the serving
+// leader forwards sequence and membership requests to the leader, once.
+// Errors are RFC 9457 problem details with a stable type.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// Store is what the API needs of a node.
+type Store interface {
+	// ID is this node's ID.
+	ID() string
+	// Serving reports whether this node is the leader and serves requests.
+	Serving() bool
+	// LeaderHTTPAddr returns the leader's ID and API address (host:port).
+	LeaderHTTPAddr() (id, addr string, ok bool)
+
+	Reserve(ctx context.Context, name string, count int64) (first, last int64, err error)
+	CreateSequence(ctx context.Context, c fsm.CreateSequence) (fsm.CreateResult, error)
+	// Sequence and Sequences are linearizable reads on the leader.
+	Sequence(ctx context.Context, name string) (fsm.Sequence, error)
+	Sequences(ctx context.Context) ([]fsm.Sequence, error)
+
+	Status() (api.ClusterStatus, error)
+	Join(ctx context.Context, r api.JoinRequest) error
+	// UpdateMember records the addresses of an existing member.
+	UpdateMember(ctx context.Context, r api.JoinRequest) error
+	Remove(ctx context.Context, id string) error
+	// Snapshot makes this node take a Raft snapshot now.
+	Snapshot(ctx context.Context) error
+	// Ready returns nil when the node knows a leader and has caught up.
+	Ready() error
+}
+
+// ForwardedHeader marks a request one node forwarded to the leader; the
+// leader never forwards it again, so a stale view cannot bounce a request
+// around.
+const ForwardedHeader = "X-Ticketd-Forwarded-By"
+
+// Config configures the service.
+type Config struct {
+	Store  Store
+	Logger *slog.Logger
+	// RequestTimeout bounds the work of one request on the leader.
+	RequestTimeout time.Duration
+	// ForwardTransport carries forwarded requests (nil: a default one).
+	ForwardTransport http.RoundTripper
+}
+
+// Service is the HTTP API of one node.
+type Service struct {
+	store   Store
+	log     *slog.Logger
+	timeout time.Duration
+	echo    *echo.Echo
+
+	transport http.RoundTripper
+	proxyMu   sync.Mutex
+	proxies   map[string]*httputil.ReverseProxy
+
+	draining chan struct{}
+	drainMu  sync.Once
+}
+
+// New builds the service.
+func New(cfg Config) *Service {
+	s := &Service{
+		store:     cfg.Store,
+		log:       cfg.Logger,
+		timeout:   cfg.RequestTimeout,
+		transport: cfg.ForwardTransport,
+		proxies:   map[string]*httputil.ReverseProxy{},
+		draining:  make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.timeout <= 0 {
+		s.timeout = 10 * time.Second
+	}
+	if s.transport == nil {
+		s.transport = &http.Transport{
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
+		}
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleEchoError
+
+	e.GET("/livez", s.livez)
+	e.GET("/readyz", s.readyz)
+
+	v1 := e.Group("/v1")
+	v1.GET("/cluster", s.clusterStatus)
+	v1.POST("/cluster/snapshot", s.snapshot)
+
+	lead := v1.Group("", s.leaderOnly)
+	lead.PUT("/sequences/:name", s.createSequence)
+	lead.GET("/sequences", s.listSequences)
+	lead.GET("/sequences/:name", s.getSequence)
+	lead.POST("/sequences/:name/ranges", s.reserve)
+	lead.POST("/cluster/members", s.join)
+	lead.PUT("/cluster/members/:id", s.updateMember)
+	lead.DELETE("/cluster/members/:id", s.remove)
+	s.echo = e
+	return s
+}
+
+// Handler returns the service as an http.Handler.
+func (s *Service) Handler() http.Handler { return s.echo }
+
+// Drain makes /readyz fail from now on, so load balancers stop sending
+// traffic before the listener closes.
+func (s *Service) Drain() { s.drainMu.Do(func() { close(s.draining) }) }
+
+func (s *Service) livez(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "node": s.store.ID()})
+}
+
+func (s *Service) readyz(c echo.Context) error {
+	select {
+	case <-s.draining:
+		return problem(http.StatusServiceUnavailable, api.ProblemUnavailable, "not ready", "node is shutting down")
+	default:
+	}
+	if err := s.store.Ready(); err != nil {
+		return problem(http.StatusServiceUnavailable, api.ProblemUnavailable, "not ready", err.Error())
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready", "node": s.store.ID()})
+}
+
+// leaderOnly runs the handler on the serving leader and forwards everywhere
+// else.
+func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.store.Serving() {
+			return next(c)
+		}
+		id, addr, ok := s.store.LeaderHTTPAddr()
+		switch {
+		case c.Request().Header.Get(ForwardedHeader) != "":
+			return unavailable("this node was named leader by "+c.Request().Header.Get(ForwardedHeader)+" but is not serving as leader", id)
+		case id == s.store.ID():
+			return unavailable("this node was just elected leader and is not serving yet", id)
+		case !ok:
+			if id == "" {
+				return unavailable("no leader is known", "")
+			}
+			return unavailable("the leader's API address is not known yet", id)
+		}
+		s.proxy(addr).ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
+}
+
+func (s *Service) proxy(addr string) *httputil.ReverseProxy {
+	s.proxyMu.Lock()
+	defer s.proxyMu.Unlock()
+	if p, ok := s.proxies[addr]; ok {
+		return p
+	}
+	target := &url.URL{Scheme: "http", Host: addr}
+	self := s.store.ID()
+	p := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set(ForwardedHeader, self)
+		},
+		Transport: s.transport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeProblem(w, http.StatusServiceUnavailable, api.Problem{
+				Type: api.ProblemUnavailable, Title: "leader unreachable",
+				Detail: fmt.Sprintf("forwarding to the leader at %s failed: %v", addr, err),
+			})
+		},
+	}
+	s.proxies[addr] = p
+	return p
+}
+
+func (s *Service) ctx(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), s.timeout)
+}
+
+func (s *Service) reserve(c echo.Context) error {
+	name := c.Param("name")
+	if err := api.ValidateSequenceName(name); err != nil {
+		return badRequest(err.Error())
+	}
+	var req struct {
+		Count *int64 `json:"count"`
+	}
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Count == nil {
+		return badRequest(`field "count" is required`)
+	}
+	if err := api.ValidateCount(*req.Count); err != nil {
+		return badRequest(`field "count": ` + err.Error())
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	first, last, err := s.store.Reserve(ctx, name, *req.Count)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, api.Range{Sequence: name, First: first, Last: last})
+}
+
+func (s *Service) createSequence(c echo.Context) error {
+	name := c.Param("name")
+	if err := api.ValidateSequenceName(name); err != nil {
+		return badRequest(err.Error())
+	}
+	var req api.CreateSequenceRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	cmd := fsm.CreateSequence{Name: name, Start: api.DefaultStart, Max: api.DefaultMax}
+	if req.Start != nil {
+		cmd.Start = *req.Start
+	}
+	if req.Max != nil {
+		cmd.Max = *req.Max
+	}
+	if err := api.ValidateBounds(cmd.Start, cmd.Max); err != nil {
+		return badRequest(err.Error())
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	res, err := s.store.CreateSequence(ctx, cmd)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, sequenceView(res.Sequence))
+}
+
+func (s *Service) getSequence(c echo.Context) error {
+	name := c.Param("name")
+	if err := api.ValidateSequenceName(name); err != nil {
+		return badRequest(err.Error())
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	seq, err := s.store.Sequence(ctx, name)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, sequenceView(seq))
+}
+
+func (s *Service) listSequences(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	seqs, err := s.store.Sequences(ctx)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := api.SequenceList{Sequences: make([]api.Sequence, 0, len(seqs))}
+	for _, q := range seqs {
+		out.Sequences = append(out.Sequences, sequenceView(q))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func sequenceView(s fsm.Sequence) api.Sequence {
+	v := api.Sequence{Name: s.Name, Start: s.Start, Max: s.Max, Remaining: s.Remaining()}
+	if next, ok := s.Next(); ok {
+		v.Next = &next
+	}
+	return v
+}
+
+func (s *Service) clusterStatus(c echo.Context) error {
+	st, err := s.store.Status()
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (s *Service) join(c echo.Context) error {
+	req, err := s.memberRequest(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Join(ctx, req); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
+}
+
+func (s *Service) updateMember(c echo.Context) error {
+	req, err := s.memberRequest(c)
+	if err != nil {
+		return err
+	}
+	if req.ID != c.Param("id") {
+		return badRequest(fmt.Sprintf("field \"id\" (%q) differs from the id in the path (%q)", req.ID, c.Param("id")))
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.UpdateMember(ctx, req); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
+}
+
+func (s *Service) memberRequest(c echo.Context) (api.JoinRequest, error) {
+	var req api.JoinRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return req, err
+	}
+	switch {
+	case req.ID == "":
+		return req, badRequest(`field "id" is required`)
+	case req.RaftAddr == "":
+		return req, badRequest(`field "raft_addr" is required`)
+	case req.HTTPAddr == "":
+		return req, badRequest(`field "http_addr" is required`)
+	}
+	if err := validateHostPort(req.RaftAddr); err != nil {
+		return req, badRequest(fmt.Sprintf(`field "raft_addr": %v`, err))
+	}
+	if err := validateHostPort(req.HTTPAddr); err != nil {
+		return req, badRequest(fmt.Sprintf(`field "http_addr": %v`, err))
+	}
+	return req, nil
+}
+
+func validateHostPort(addr string) error {
+	u, err := url.Parse("//" + addr)
+	if err != nil || u.Host != addr || u.Port() == "" || u.Hostname() == "" {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q has no valid port", addr)
+	}
+	return nil
+}
+
+func (s *Service) remove(c echo.Context) error {
+	id := c.Param("id")
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Remove(ctx, id); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Service) snapshot(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Snapshot(ctx); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// decodeBody decodes a JSON body strictly: unknown fields, trailing data and
+// wrong types are 400s that name the problem, a body over api.MaxBodyBytes
+// is a 413. With optional set, an empty body leaves v as it is.
+func decodeBody(c echo.Context, v any, optional bool) error {
+	r := c.Request()
+	body := http.MaxBytesReader(c.Response(), r.Body, api.MaxBodyBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return problem(http.StatusRequestEntityTooLarge, api.ProblemTooLarge, "body too large",
+				fmt.Sprintf("request body exceeds %d bytes", api.MaxBodyBytes))
+		}
+		return badRequest("could not read the request body: " + err.Error())
+	}
+	if len(data) == 0 {
+		if optional {
+			return nil
+		}
+		return badRequest("request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("malformed JSON body: " + describeJSONError(err))
+	}
+	if dec.More() {
+		return badRequest("malformed JSON body: data after the JSON object")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return fmt.Sprintf("field %q must be %s, got %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return fmt.Sprintf("body must be a JSON object, got %s", typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("%v (at byte %d)", syntaxErr, syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "body ends in the middle of a JSON value"
+	}
+	return err.Error()
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int64", "int", "int32":
+		return "an integer that fits a signed 64-bit value"
+	case "string":
+		return "a string"
+	}
+	return k
+}

@@ -1,0 +1,329 @@
+// Package issuer hands out ranges on the leader from blocks of IDs that the
+// replicated log has granted it.
+//
+// Per sequence, the leader holds the unused part of the blocks committed to
+// it and cuts each reservation from there in memory. When a block runs low the
+// next one is proposed in the background, so steady load never waits for a
+// commit; requests that find nothing left wait together on the one proposal
+// in flight (group commit). Block size follows the observed rate. Every range
+// is confirmed by a leadership check that starts after the range was cut, so
+// a leader that was deposed without noticing never hands out a range that a
+// newer leader's range should have preceded. Losing leadership drops every
+// block. The package depends on a Proposer, not on Raft, so its logic is
+// tested on its own.
+package issuer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// Proposer is what the issuer needs of the cluster.
+type Proposer interface {
+	// ReserveBlock proposes a block and returns what the FSM granted once
+	// the entry has committed and been applied on this node.
+	ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error)
+	// VerifyLeader confirms leadership with evidence gathered after the
+	// call began and returns the term.
+	VerifyLeader(ctx context.Context) (uint64, error)
+	// Sequence reads the local FSM.
+	Sequence(name string) (fsm.Sequence, bool)
+}
+
+// Errors returned by Reserve. Errors from the Proposer (not leader, timeout,
+// the FSM's rejections) are passed through wrapped.
+var (
+	// ErrNotServing: this node is not (or no longer) a serving leader.
+	ErrNotServing = errors.New("not serving as leader")
+	// ErrStaleLeadership: the leadership check confirmed a later term than
+	// the one the range was cut in; the range is dropped.
+	ErrStaleLeadership = errors.New("leadership changed while the range was being served")
+	// ErrContended: a request kept losing the race for fresh blocks; it is
+	// safe to retry.
+	ErrContended = errors.New("could not obtain a block after several attempts")
+)
+
+// Config tunes block sizing.
+type Config struct {
+	// MinBlock is the size of a block when the sequence is idle.
+	MinBlock int64
+	// MaxBlock bounds a block, and with it the IDs a failover can skip.
+	MaxBlock int64
+	// BlockDuration is how long a block should last at the observed rate.
+	BlockDuration time.Duration
+	// SpanDivisor caps a block at (max-start+1)/SpanDivisor IDs (but at
+	// least MinSpanBlock), so that a small sequence is not used up by a
+	// few failovers.
+	SpanDivisor  int64
+	MinSpanBlock int64
+	// ProposeTimeout bounds one block proposal.
+	ProposeTimeout time.Duration
+}
+
+// DefaultConfig returns the production block sizing.
+func DefaultConfig() Config {
+	return Config{
+		MinBlock:       1024,
+		MaxBlock:       1 << 28,
+		BlockDuration:  500 * time.Millisecond,
+		SpanDivisor:    1024,
+		MinSpanBlock:   64,
+		ProposeTimeout: 5 * time.Second,
+	}
+}
+
+// Range is an inclusive range of IDs.
+type Range struct {
+	First, Last int64
+}
+
+// Issuer serves reservations on the leader. The node tells it when leadership
+// starts (Acquire, after the Barrier) and ends (Drop).
+type Issuer struct {
+	p   Proposer
+	cfg Config
+	now func() time.Time // monotonic readings for rate estimates only
+
+	mu      sync.RWMutex
+	serving bool
+	term    uint64
+	seqs    map[string]*sequence
+}
+
+// New returns an issuer that serves nothing until LeadershipAcquired.
+func New(p Proposer, cfg Config) *Issuer {
+	return &Issuer{p: p, cfg: cfg, now: time.Now, seqs: map[string]*sequence{}}
+}
+
+// Acquire starts serving in term with no blocks. Call it only once this
+// node's FSM has applied everything committed before the term (a Barrier).
+func (is *Issuer) Acquire(term uint64) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.dropLocked()
+	is.serving, is.term = true, term
+}
+
+// Drop stops serving and forgets every block. Requests waiting on a
+// proposal fail with ErrNotServing; their ranges were never handed out.
+func (is *Issuer) Drop() {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.dropLocked()
+}
+
+func (is *Issuer) dropLocked() {
+	for _, s := range is.seqs {
+		s.mu.Lock()
+		s.dead = true
+		s.next, s.avail = 0, 0
+		s.mu.Unlock()
+	}
+	is.seqs = map[string]*sequence{}
+	is.serving = false
+}
+
+// Serving reports whether the issuer is serving and in which term.
+func (is *Issuer) Serving() (uint64, bool) {
+	is.mu.RLock()
+	defer is.mu.RUnlock()
+	return is.term, is.serving
+}
+
+func (is *Issuer) sequence(name string) (*sequence, uint64, error) {
+	is.mu.RLock()
+	s, ok := is.seqs[name]
+	serving, term := is.serving, is.term
+	is.mu.RUnlock()
+	if !serving {
+		return nil, 0, ErrNotServing
+	}
+	if ok {
+		return s, term, nil
+	}
+	st, found := is.p.Sequence(name)
+	if !found {
+		return nil, 0, fmt.Errorf("%w: %q", fsm.ErrSequenceNotFound, name)
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if !is.serving || is.term != term {
+		return nil, 0, ErrNotServing
+	}
+	if s, ok = is.seqs[name]; ok {
+		return s, term, nil
+	}
+	span := st.Max - st.Start + 1 // start >= 1, so this fits an int64
+	capSize := max(span/is.cfg.SpanDivisor, is.cfg.MinSpanBlock)
+	s = &sequence{is: is, name: name, term: term, capSize: min(capSize, is.cfg.MaxBlock), lastProposal: is.now()}
+	is.seqs[name] = s
+	return s, term, nil
+}
+
+// Reserve hands out count IDs of the named sequence.
+func (is *Issuer) Reserve(ctx context.Context, name string, count int64) (Range, error) {
+	if count < 1 {
+		return Range{}, fmt.Errorf("%w: count %d", fsm.ErrInvalidCommand, count)
+	}
+	s, term, err := is.sequence(name)
+	if err != nil {
+		return Range{}, err
+	}
+	first, err := s.take(ctx, count)
+	if err != nil {
+		return Range{}, err
+	}
+	// The range is cut; now prove nobody newer could have served a higher
+	// one before this request began. If that fails, the range is a gap.
+	vterm, err := is.p.VerifyLeader(ctx)
+	if err != nil {
+		return Range{}, err
+	}
+	if vterm != term {
+		return Range{}, fmt.Errorf("%w: cut in term %d, confirmed term %d", ErrStaleLeadership, term, vterm)
+	}
+	return Range{First: first, Last: first + count - 1}, nil
+}
+
+// sequence is the leader's in-memory state for one sequence in one term.
+type sequence struct {
+	is      *Issuer
+	name    string
+	term    uint64
+	capSize int64
+
+	mu      sync.Mutex
+	dead    bool  // leadership ended: serve nothing more
+	next    int64 // first unused ID, meaningful when avail > 0
+	avail   int64 // unused IDs from next on, all committed to this leader
+	pending *proposal
+
+	// Rate estimate, for block sizing only.
+	servedSince  int64
+	lastProposal time.Time
+	rate         float64 // IDs per second
+	lastBlock    int64
+}
+
+type proposal struct {
+	min  int64
+	done chan struct{}
+	err  error
+}
+
+const maxTakeAttempts = 16
+
+// take cuts count IDs from the blocks, waiting for a block when needed.
+func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
+	for attempt := 0; attempt < maxTakeAttempts; attempt++ {
+		s.mu.Lock()
+		if s.dead {
+			s.mu.Unlock()
+			return 0, ErrNotServing
+		}
+		if s.avail >= count {
+			first := s.next
+			s.avail -= count
+			if s.avail > 0 {
+				s.next = first + count // cannot overflow: first+count-1 < last <= MaxInt64
+			} else {
+				s.next = 0
+			}
+			s.servedSince += count
+			if s.pending == nil && s.avail < s.lowWater() {
+				s.propose(1)
+			}
+			s.mu.Unlock()
+			return first, nil
+		}
+		// Not enough here. If the next block is contiguous (it is, unless
+		// another leader came between) it extends what is left.
+		need := count - s.avail
+		if s.pending == nil {
+			s.propose(need)
+		}
+		p := s.pending
+		s.mu.Unlock()
+
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		if p.err != nil {
+			if errors.Is(p.err, fsm.ErrSequenceExhausted) {
+				// The FSM had fewer than p.min left. If we need at least
+				// that much beyond what we hold, nothing can serve us.
+				s.mu.Lock()
+				hopeless := count-s.avail >= p.min
+				s.mu.Unlock()
+				if hopeless {
+					return 0, p.err
+				}
+				continue
+			}
+			return 0, p.err
+		}
+	}
+	return 0, ErrContended
+}
+
+// lowWater is the level below which the next block is fetched in advance.
+func (s *sequence) lowWater() int64 { return s.lastBlock / 2 }
+
+// propose starts the one block proposal of this sequence; s.mu is held.
+func (s *sequence) propose(need int64) {
+	now := s.is.now()
+	if elapsed := now.Sub(s.lastProposal).Seconds(); elapsed > 0 {
+		sample := float64(s.servedSince) / elapsed
+		if s.rate == 0 {
+			s.rate = sample
+		} else {
+			s.rate = (s.rate + sample) / 2
+		}
+	}
+	s.servedSince, s.lastProposal = 0, now
+
+	cfg := s.is.cfg
+	size := int64(s.rate * cfg.BlockDuration.Seconds())
+	size = min(max(size, cfg.MinBlock), s.capSize)
+	size = max(size, need)
+	s.lastBlock = size
+
+	p := &proposal{min: need, done: make(chan struct{})}
+	s.pending = p
+	go s.runProposal(p, size)
+}
+
+func (s *sequence) runProposal(p *proposal, size int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.is.cfg.ProposeTimeout)
+	defer cancel()
+	b, err := s.is.p.ReserveBlock(ctx, fsm.ReserveBlock{Name: s.name, Count: size, Min: p.min})
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.dead:
+		err = ErrNotServing
+	case err == nil && b.Term != s.term:
+		// Granted in another term than this state belongs to: leadership
+		// changed under us. Never serve it.
+		err = fmt.Errorf("%w: block granted in term %d, serving term %d", ErrStaleLeadership, b.Term, s.term)
+	case err == nil:
+		if s.avail > 0 && s.next+s.avail == b.First {
+			s.avail += b.Len()
+		} else {
+			// Whatever is left is not contiguous with the new block and
+			// too small for the waiting request: it becomes a gap.
+			s.next, s.avail = b.First, b.Len()
+		}
+	}
+	p.err = err
+	s.pending = nil
+	close(p.done)
+}

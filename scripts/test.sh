@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The project's test command (the README's, and what CI runs): formatting,
+# vet, then every test with the race detector, including the in-process
+# clusters and the tests that drive the built binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n "$unformatted" ]]; then
+  echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...

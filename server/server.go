@@ -1,0 +1,384 @@
+// Package server assembles one ticketd node: the FSM, the Raft node, the
+// leader's issuer and the HTTP API, and runs them until shutdown. The binary
+// and the in-process cluster tests both start nodes through it.
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/httpapi"
+	"github.com/ticketd/ticketd/issuer"
+)
+
+// Config configures a node.
+type Config struct {
+	Cluster cluster.Config
+	Issuer  issuer.Config
+
+	// HTTPAddr is the address the API listens on; HTTPAdvertise the
+	// host:port other nodes and clients reach it at (HTTPAddr if empty).
+	HTTPAddr      string
+	HTTPAdvertise string
+	// HTTPListener, if set, is used instead of listening on HTTPAddr.
+	HTTPListener net.Listener
+
+	// Join lists API URLs of existing members; a node that is in no Raft
+	// configuration yet asks them to add it.
+	Join []string
+
+	RequestTimeout time.Duration
+	// MetadataInterval is how often a node checks that the replicated
+	// metadata knows its API address.
+	MetadataInterval time.Duration
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns production settings.
+func DefaultConfig() Config {
+	return Config{
+		Cluster:          cluster.DefaultConfig(),
+		Issuer:           issuer.DefaultConfig(),
+		RequestTimeout:   10 * time.Second,
+		MetadataInterval: time.Second,
+	}
+}
+
+// Server is a running node.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	node   *cluster.Node
+	issuer *issuer.Issuer
+	api    *httpapi.Service
+	http   *http.Server
+	ln     net.Listener
+	client *http.Client
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	serveErr chan error
+}
+
+// Start opens the node and starts serving its API.
+func Start(cfg Config) (*Server, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ln := cfg.HTTPListener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("listen on HTTP address: %w", err)
+		}
+	}
+	advertise := cfg.HTTPAdvertise
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+	if host, _, err := net.SplitHostPort(advertise); err != nil || net.ParseIP(host).IsUnspecified() {
+		_ = ln.Close()
+		return nil, fmt.Errorf("HTTP address %s is not reachable by other nodes: set an advertise address", advertise)
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      log,
+		ln:       ln,
+		stop:     make(chan struct{}),
+		serveErr: make(chan error, 1),
+		client:   &http.Client{Timeout: 5 * time.Second},
+	}
+	cc := cfg.Cluster
+	cc.HTTPAdvertise = advertise
+	cc.Logger = log
+	// The issuer reaches the cluster through s, which holds the node once
+	// Open returns; nothing is proposed before the first Acquire.
+	s.issuer = issuer.New(proposer{s}, cfg.Issuer)
+	node, err := cluster.Open(cc, fsm.New(), leadershipListener{s.issuer})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.node = node
+	s.api = httpapi.New(httpapi.Config{Store: store{s}, Logger: log, RequestTimeout: cfg.RequestTimeout})
+	s.http = &http.Server{
+		Handler:           s.api.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.serveErr <- err
+	}()
+	s.wg.Add(1)
+	go s.membershipLoop(advertise)
+	log.Info("node started", "id", cc.ID, "http", advertise, "raft", node.RaftAddr())
+	return s, nil
+}
+
+// HTTPAddr is the address the API listens on.
+func (s *Server) HTTPAddr() string { return s.ln.Addr().String() }
+
+// Node returns the Raft node (tests use it to inspect and to force
+// snapshots).
+func (s *Server) Node() *cluster.Node { return s.node }
+
+// Issuer returns the leader-side issuer.
+func (s *Server) Issuer() *issuer.Issuer { return s.issuer }
+
+// Shutdown stops the node gracefully: /readyz fails, a leader hands its
+// leadership over, in-flight requests finish, Raft stops.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.stopOnce.Do(func() {
+		s.api.Drain()
+		close(s.stop)
+		s.wg.Wait()
+		if _, leading := s.node.Leadership(); leading {
+			if terr := s.node.TransferLeadership(ctx); terr != nil {
+				s.log.Warn("leadership transfer failed", "err", terr)
+			}
+		}
+		herr := s.http.Shutdown(ctx)
+		if herr != nil {
+			_ = s.http.Close()
+		}
+		nerr := s.node.Shutdown(ctx, false)
+		err = errors.Join(herr, nerr)
+	})
+	return err
+}
+
+// Kill stops the node abruptly, as close to a crash as an in-process node
+// gets: no leadership transfer, connections cut.
+func (s *Server) Kill() error {
+	var err error
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		_ = s.http.Close()
+		err = s.node.Shutdown(context.Background(), false)
+	})
+	return err
+}
+
+// Done returns the HTTP server's exit error once it stops.
+func (s *Server) Done() <-chan error { return s.serveErr }
+
+// membershipLoop joins the cluster through cfg.Join when this node is in no
+// configuration yet, and makes sure the replicated metadata knows this node's
+// API address (the leader writes its own; followers ask the leader).
+func (s *Server) membershipLoop(httpAdvertise string) {
+	defer s.wg.Done()
+	joinPending := len(s.cfg.Join) > 0 && !s.node.IsMember()
+	interval := s.cfg.MetadataInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	req := api.JoinRequest{ID: s.node.ID(), RaftAddr: s.node.RaftAddr(), HTTPAddr: httpAdvertise}
+	wait := 10 * time.Millisecond
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = interval
+		if joinPending {
+			if s.node.IsMember() {
+				joinPending = false
+			} else if err := s.join(req); err != nil {
+				s.log.Warn("join failed; retrying", "err", err)
+				continue
+			} else {
+				s.log.Info("joined the cluster")
+				joinPending = false
+			}
+		}
+		if !s.node.IsMember() {
+			continue
+		}
+		if m, ok := s.node.FSM().Member(req.ID); ok && m.HTTPAddr == req.HTTPAddr && m.RaftAddr == req.RaftAddr {
+			continue
+		}
+		lid, addr, ok := s.node.LeaderHTTPAddr()
+		if !ok || lid == req.ID {
+			continue // no leader yet, or we lead and record our own
+		}
+		if err := s.send(http.MethodPut, "http://"+addr+"/v1/cluster/members/"+req.ID, req); err != nil {
+			s.log.Warn("could not register metadata with the leader", "leader", lid, "err", err)
+			wait = 200 * time.Millisecond
+		}
+	}
+}
+
+func (s *Server) join(req api.JoinRequest) error {
+	var errs []error
+	for _, u := range s.cfg.Join {
+		err := s.send(http.MethodPost, strings.TrimRight(u, "/")+"/v1/cluster/members", req)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", u, err))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) send(method, url string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// leadershipListener connects the node's leadership to the issuer.
+type leadershipListener struct{ is *issuer.Issuer }
+
+func (l leadershipListener) LeadershipAcquired(ld cluster.Leadership) { l.is.Acquire(ld.Term) }
+func (l leadershipListener) LeadershipLost(cluster.Leadership)        { l.is.Drop() }
+
+// proposer gives the issuer the node's Apply and leadership check.
+type proposer struct{ s *Server }
+
+func (p proposer) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error) {
+	return p.s.node.ReserveBlock(ctx, c)
+}
+
+func (p proposer) VerifyLeader(ctx context.Context) (uint64, error) {
+	return p.s.node.VerifyLeader(ctx)
+}
+
+func (p proposer) Sequence(name string) (fsm.Sequence, bool) { return p.s.node.Sequence(name) }
+
+// store implements httpapi.Store.
+type store struct{ s *Server }
+
+var _ httpapi.Store = store{}
+
+func (st store) ID() string { return st.s.node.ID() }
+
+func (st store) Serving() bool {
+	_, ok := st.s.issuer.Serving()
+	return ok
+}
+
+func (st store) LeaderHTTPAddr() (string, string, bool) { return st.s.node.LeaderHTTPAddr() }
+
+func (st store) Reserve(ctx context.Context, name string, count int64) (int64, int64, error) {
+	r, err := st.s.issuer.Reserve(ctx, name, count)
+	return r.First, r.Last, err
+}
+
+func (st store) CreateSequence(ctx context.Context, c fsm.CreateSequence) (fsm.CreateResult, error) {
+	resp, err := st.s.node.Apply(ctx, fsm.EncodeCreateSequence(c))
+	if err != nil {
+		return fsm.CreateResult{}, err
+	}
+	res, ok := resp.(fsm.CreateResult)
+	if !ok {
+		return fsm.CreateResult{}, fmt.Errorf("create sequence: unexpected FSM response %T", resp)
+	}
+	return res, nil
+}
+
+// verifyRead makes a read of the leader's FSM linearizable: the node has
+// applied everything committed before its term (the Barrier before serving)
+// and a quorum confirms it still leads in that term.
+func (st store) verifyRead(ctx context.Context) error {
+	term, serving := st.s.issuer.Serving()
+	if !serving {
+		return issuer.ErrNotServing
+	}
+	vterm, err := st.s.node.VerifyLeader(ctx)
+	if err != nil {
+		return err
+	}
+	if vterm != term {
+		return issuer.ErrStaleLeadership
+	}
+	return nil
+}
+
+func (st store) Sequence(ctx context.Context, name string) (fsm.Sequence, error) {
+	if err := st.verifyRead(ctx); err != nil {
+		return fsm.Sequence{}, err
+	}
+	seq, ok := st.s.node.Sequence(name)
+	if !ok {
+		return fsm.Sequence{}, fmt.Errorf("%w: %q", fsm.ErrSequenceNotFound, name)
+	}
+	return seq, nil
+}
+
+func (st store) Sequences(ctx context.Context) ([]fsm.Sequence, error) {
+	if err := st.verifyRead(ctx); err != nil {
+		return nil, err
+	}
+	return st.s.node.FSM().Sequences(), nil
+}
+
+func (st store) Status() (api.ClusterStatus, error) { return st.s.node.Status() }
+
+func (st store) Join(ctx context.Context, r api.JoinRequest) error {
+	return st.s.node.Join(ctx, r.ID, r.RaftAddr, r.HTTPAddr)
+}
+
+func (st store) UpdateMember(ctx context.Context, r api.JoinRequest) error {
+	return st.s.node.UpdateMetadata(ctx, r.ID, r.RaftAddr, r.HTTPAddr)
+}
+
+func (st store) Remove(ctx context.Context, id string) error { return st.s.node.Remove(ctx, id) }
+
+func (st store) Snapshot(ctx context.Context) error { return st.s.node.Snapshot(ctx) }
+
+func (st store) Ready() error {
+	n := st.s.node
+	switch {
+	case !n.IsMember():
+		return errors.New("this node is not a member of a cluster yet")
+	case n.LeaderID() == "":
+		return errors.New("no leader is known")
+	case !n.CaughtUp():
+		return errors.New("this node has not applied every committed entry yet")
+	}
+	if _, _, ok := n.LeaderHTTPAddr(); !ok {
+		return errors.New("the leader's API address is not known yet")
+	}
+	return nil
+}
