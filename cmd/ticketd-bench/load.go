@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// loadConfig is everything one `load` run needs.
+type loadConfig struct {
+	Targets  []string
+	Sequence string
+	Count    uint64
+	Levels   []int
+	Duration time.Duration
+	Warmup   time.Duration
+	Timeout  time.Duration
+	Label    string
+	// SetupTimeout bounds the retries of the initial PUT; 0 means 15s.
+	SetupTimeout time.Duration
+}
+
+// levelResult holds the figures of one concurrency level. Latencies cover
+// successful requests that started after warmup and finished inside the
+// measured window; throughput is those requests over the window length.
+type levelResult struct {
+	Concurrency        int            `json:"concurrency"`
+	DurationS          float64        `json:"duration_s"`
+	Requests           int            `json:"requests"`
+	ReservationsPerSec float64        `json:"reservations_per_sec"`
+	IDsPerSec          float64        `json:"ids_per_sec"`
+	P50Ms              float64        `json:"p50_ms"`
+	P99Ms              float64        `json:"p99_ms"`
+	P999Ms             float64        `json:"p999_ms"`
+	MaxMs              float64        `json:"max_ms"`
+	MeanMs             float64        `json:"mean_ms"`
+	Errors             map[string]int `json:"errors"`
+	ErrorsTotal        int            `json:"errors_total"`
+	WarmupRequests     int            `json:"warmup_requests"`
+	WarmupErrors       int            `json:"warmup_errors"`
+	Check              rangeCheck     `json:"range_check"`
+}
+
+// loadReport is what --json writes.
+type loadReport struct {
+	Label      string        `json:"label"`
+	Targets    []string      `json:"targets"`
+	Sequence   string        `json:"sequence"`
+	Count      uint64        `json:"count"`
+	DurationS  float64       `json:"duration_s"`
+	WarmupS    float64       `json:"warmup_s"`
+	StartedAt  time.Time     `json:"started_at"`
+	GoVersion  string        `json:"go_version"`
+	NumCPU     int           `json:"num_cpu"`
+	GOMAXPROCS int           `json:"gomaxprocs"`
+	Levels     []levelResult `json:"levels"`
+	// Overall checks the ranges of all levels together: levels share the
+	// sequence, so an ID handed out at c=1 must not reappear at c=64.
+	Overall rangeCheck `json:"overall_range_check"`
+}
+
+// workerResult is private to one worker goroutine while it runs, so the hot
+// path takes no locks; the coordinator merges after wg.Wait().
+type workerResult struct {
+	lat        []time.Duration
+	ranges     []idRange
+	errs       map[string]int
+	warmupOK   int
+	warmupErrs int
+}
+
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad concurrency %q", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no concurrency levels")
+	}
+	return out, nil
+}
+
+func runLoad(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	target := fs.String("target", "http://127.0.0.1:8081", "comma-separated base URLs; worker i uses target i%len")
+	seq := fs.String("sequence", "bench", "sequence name (created with PUT if missing)")
+	count := fs.Uint64("count", 1000, "IDs per reservation")
+	conc := fs.String("concurrency", "1,16,64", "comma-separated concurrency levels, run in order")
+	dur := fs.Duration("duration", 10*time.Second, "measured time per level")
+	warm := fs.Duration("warmup", 2*time.Second, "unmeasured time per level before measuring")
+	timeout := fs.Duration("timeout", 5*time.Second, "per-request timeout")
+	jsonOut := fs.String("json", "", "write full results as JSON to this file (- for stdout)")
+	label := fs.String("label", "", "name for this run in tables and JSON")
+	setupTimeout := fs.Duration("setup-timeout", 15*time.Second, "how long to keep retrying the initial PUT (e.g. while a leader is elected)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	targets, err := parseTargets(*target)
+	if err != nil {
+		return err
+	}
+	levels, err := parseLevels(*conc)
+	if err != nil {
+		return err
+	}
+	if *count == 0 {
+		return errors.New("--count must be >= 1")
+	}
+	if *dur <= 0 || *warm < 0 || *timeout <= 0 {
+		return errors.New("--duration and --timeout must be > 0, --warmup >= 0")
+	}
+	cfg := loadConfig{
+		Targets: targets, Sequence: *seq, Count: *count, Levels: levels,
+		Duration: *dur, Warmup: *warm, Timeout: *timeout, Label: *label,
+		SetupTimeout: *setupTimeout,
+	}
+	if cfg.Label == "" {
+		cfg.Label = strings.Join(targets, ",")
+	}
+
+	rep, err := runLoadLevels(ctx, cfg, os.Stderr)
+	if rep != nil {
+		printLoadTable(os.Stdout, rep)
+		if *jsonOut != "" {
+			if werr := writeJSON(*jsonOut, rep); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return loadVerdict(rep)
+}
+
+// loadVerdict turns correctness failures into an error (exit status 1).
+func loadVerdict(rep *loadReport) error {
+	var problems []string
+	if rep.Overall.Overlaps > 0 {
+		problems = append(problems, fmt.Sprintf("%d overlapping ranges", rep.Overall.Overlaps))
+	}
+	if rep.Overall.BadSize > 0 {
+		problems = append(problems, fmt.Sprintf("%d ranges of the wrong size", rep.Overall.BadSize))
+	}
+	for _, l := range rep.Levels {
+		if l.Requests == 0 {
+			problems = append(problems, fmt.Sprintf("no successful requests at concurrency %d", l.Concurrency))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// runLoadLevels creates the sequence and runs every level in order. It
+// returns the (possibly partial) report even on error so callers can
+// still print what was measured.
+func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*loadReport, error) {
+	maxConc := 0
+	for _, c := range cfg.Levels {
+		maxConc = max(maxConc, c)
+	}
+	tr := newTransport(maxConc)
+	defer tr.CloseIdleConnections()
+
+	setup := &http.Client{Transport: tr, Timeout: cfg.Timeout}
+	setupTimeout := cfg.SetupTimeout
+	if setupTimeout <= 0 {
+		setupTimeout = 15 * time.Second
+	}
+	if err := ensureSequence(ctx, setup, cfg.Targets, cfg.Sequence, setupTimeout); err != nil {
+		return nil, err
+	}
+
+	rep := &loadReport{
+		Label: cfg.Label, Targets: cfg.Targets, Sequence: cfg.Sequence, Count: cfg.Count,
+		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(),
+		StartedAt: time.Now().UTC(), GoVersion: runtime.Version(),
+		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}
+	var all []idRange
+	for _, c := range cfg.Levels {
+		if ctx.Err() != nil {
+			break
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "[%s] concurrency %d: %s warmup + %s measured...\n", cfg.Label, c, cfg.Warmup, cfg.Duration)
+		}
+		lr, ranges := runLevel(ctx, tr, cfg, c)
+		rep.Levels = append(rep.Levels, lr)
+		all = append(all, ranges...)
+	}
+	rep.Overall = checkRanges(all, cfg.Count)
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("interrupted: %w", err)
+	}
+	return rep, nil
+}
+
+// runLevel runs conc closed-loop workers for warmup+duration and merges
+// their results. It returns the level's figures and every range received
+// (warmup included: a duplicate ID is a bug whenever it happens).
+func runLevel(ctx context.Context, tr *http.Transport, cfg loadConfig, conc int) (levelResult, []idRange) {
+	body := []byte(fmt.Sprintf(`{"count":%d}`, cfg.Count))
+
+	// Size the per-worker slices for roughly 50k req/s spread over the
+	// workers so the common case never reallocates mid-run; append still
+	// grows them if the server is faster than that.
+	perWorker := int(cfg.Duration.Seconds()*50000)/conc + 1024
+	perWorker = min(perWorker, 4<<20)
+	warmFrac := (cfg.Warmup.Seconds() + cfg.Duration.Seconds()) / cfg.Duration.Seconds()
+
+	results := make([]workerResult, conc)
+	for i := range results {
+		results[i] = workerResult{
+			lat:    make([]time.Duration, 0, perWorker),
+			ranges: make([]idRange, 0, int(float64(perWorker)*warmFrac)),
+			errs:   make(map[string]int),
+		}
+	}
+
+	start := time.Now()
+	measureStart := start.Add(cfg.Warmup)
+	end := measureStart.Add(cfg.Duration)
+
+	var wg sync.WaitGroup
+	for i := 0; i < conc; i++ {
+		// Each worker has its own Client but they share the transport: a
+		// closed-loop worker holds at most one request in flight, so it
+		// keeps reusing one keep-alive connection from the pool.
+		client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
+		url := cfg.Targets[i%len(cfg.Targets)] + rangesPath(cfg.Sequence)
+		wg.Add(1)
+		go func(res *workerResult) {
+			defer wg.Done()
+			loadWorker(ctx, client, url, body, measureStart, end, res)
+		}(&results[i])
+	}
+	wg.Wait()
+
+	lr := levelResult{Concurrency: conc, DurationS: cfg.Duration.Seconds(), Errors: map[string]int{}}
+	var lat []time.Duration
+	var ranges []idRange
+	for i := range results {
+		r := &results[i]
+		lat = append(lat, r.lat...)
+		ranges = append(ranges, r.ranges...)
+		for k, v := range r.errs {
+			lr.Errors[k] += v
+			lr.ErrorsTotal += v
+		}
+		lr.WarmupRequests += r.warmupOK
+		lr.WarmupErrors += r.warmupErrs
+		results[i] = workerResult{} // let the GC have it before the next level
+	}
+	s := summarize(lat)
+	lr.Requests = len(lat)
+	lr.ReservationsPerSec = float64(len(lat)) / cfg.Duration.Seconds()
+	lr.IDsPerSec = lr.ReservationsPerSec * float64(cfg.Count)
+	lr.P50Ms, lr.P99Ms, lr.P999Ms = ms(s.P50), ms(s.P99), ms(s.P999)
+	lr.MaxMs, lr.MeanMs = ms(s.Max), ms(s.Mean)
+	// checkRanges sorts in place; the caller's overall check re-sorts the
+	// concatenation, so sharing the backing array here is fine.
+	lr.Check = checkRanges(ranges, cfg.Count)
+	return lr, ranges
+}
+
+// errBackoff is how long a worker pauses after a transport error or 5xx.
+// Without it a dead or overloaded target turns the closed loop into a busy
+// spin that steals CPU from the server on a small machine.
+const errBackoff = 10 * time.Millisecond
+
+// loadWorker is the closed loop: send, wait for the answer, repeat until
+// end. Latency uses time.Since, which reads the monotonic clock.
+func loadWorker(ctx context.Context, client *http.Client, url string, body []byte, measureStart, end time.Time, res *workerResult) {
+	var buf bytes.Buffer
+	buf.Grow(256)
+	var rr rangeResponse
+	for {
+		t0 := time.Now()
+		if !t0.Before(end) || ctx.Err() != nil {
+			return
+		}
+		measured := !t0.Before(measureStart)
+
+		status, err := postOnce(ctx, client, url, body, &buf)
+		elapsed := time.Since(t0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // interrupted: not the server's fault
+			}
+			if measured {
+				res.errs["transport"]++
+			} else {
+				res.warmupErrs++
+			}
+			sleepUntil(ctx, earliest(time.Now().Add(errBackoff), end))
+			continue
+		}
+		if status != http.StatusOK {
+			if measured {
+				res.errs[strconv.Itoa(status)]++
+			} else {
+				res.warmupErrs++
+			}
+			if status >= 500 {
+				sleepUntil(ctx, earliest(time.Now().Add(errBackoff), end))
+			}
+			continue
+		}
+		rr = rangeResponse{}
+		if err := json.Unmarshal(buf.Bytes(), &rr); err != nil {
+			if measured {
+				res.errs["decode"]++
+			} else {
+				res.warmupErrs++
+			}
+			continue
+		}
+		res.ranges = append(res.ranges, idRange{First: rr.First, Last: rr.Last})
+		switch {
+		case !measured:
+			res.warmupOK++
+		case t0.Add(elapsed).After(end):
+			// Finished after the window closed: its ID range still goes
+			// to the overlap check, but not into throughput or latency,
+			// so every level is measured over exactly --duration.
+		default:
+			res.lat = append(res.lat, elapsed)
+		}
+	}
+}
+
+// postOnce sends one reservation and reads the whole body into buf (fully
+// draining it is what lets the transport reuse the connection).
+func postOnce(ctx context.Context, client *http.Client, url string, body []byte, buf *bytes.Buffer) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	buf.Reset()
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+	case <-tm.C:
+	}
+}
+
+func fmtErrors(m map[string]int) string {
+	if len(m) == 0 {
+		return "0"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func printLoadTable(w io.Writer, rep *loadReport) {
+	fmt.Fprintf(w, "== %s  targets=%s  sequence=%s  count=%d  duration=%gs  warmup=%gs  cpus=%d\n",
+		rep.Label, strings.Join(rep.Targets, ","), rep.Sequence, rep.Count, rep.DurationS, rep.WarmupS, rep.NumCPU)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "conc\trequests\tres/s\tIDs/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\toverlaps\t")
+	for _, l := range rep.Levels {
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%d\t\n",
+			l.Concurrency, l.Requests, l.ReservationsPerSec, l.IDsPerSec,
+			l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs, fmtErrors(l.Errors), l.Check.Overlaps)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "ranges checked: %d  overlaps: %d  wrong size: %d  IDs seen: %d..%d\n",
+		rep.Overall.Ranges, rep.Overall.Overlaps, rep.Overall.BadSize, rep.Overall.MinFirst, rep.Overall.MaxLast)
+}
+
+// earliest returns the earlier of two instants (time.Time is not ordered,
+// so the min builtin does not apply).
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
