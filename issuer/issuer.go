@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -218,6 +219,9 @@ type proposal struct {
 
 const maxTakeAttempts = 16
 
+// rateWindow is the time constant of the rate estimate.
+const rateWindow = time.Second
+
 // take cuts count IDs from the blocks, waiting for a block when needed.
 func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
 	for attempt := 0; attempt < maxTakeAttempts; attempt++ {
@@ -278,16 +282,17 @@ func (s *sequence) lowWater() int64 { return s.lastBlock / 2 }
 
 // propose starts the one block proposal of this sequence; s.mu is held.
 func (s *sequence) propose(need int64) {
+	// The rate is the average since the last proposal, folded into a
+	// moving average weighted by time (time constant rateWindow): after a
+	// long idle stretch the old rate is forgotten, so the first block after
+	// it is small. Proposals in the same clock tick accumulate.
 	now := s.is.now()
 	if elapsed := now.Sub(s.lastProposal).Seconds(); elapsed > 0 {
 		sample := float64(s.servedSince) / elapsed
-		if s.rate == 0 {
-			s.rate = sample
-		} else {
-			s.rate = (s.rate + sample) / 2
-		}
+		alpha := 1 - math.Exp(-elapsed/rateWindow.Seconds())
+		s.rate += alpha * (sample - s.rate)
+		s.servedSince, s.lastProposal = 0, now
 	}
-	s.servedSince, s.lastProposal = 0, now
 
 	cfg := s.is.cfg
 	size := int64(s.rate * cfg.BlockDuration.Seconds())
