@@ -85,6 +85,9 @@ type Config struct {
 	// Listener, if set, is used for the Raft port instead of listening on
 	// RaftAddr (tests pass a listener on 127.0.0.1:0).
 	Listener net.Listener
+	// Dial, if set, opens connections to other nodes' Raft ports (tests
+	// use it to cut links; TLS would wrap it). Default: plain TCP.
+	Dial DialFunc
 
 	Logger *slog.Logger
 	// RaftLogLevel is the level of hashicorp/raft's own log lines

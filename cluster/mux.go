@@ -29,6 +29,7 @@ const (
 type mux struct {
 	ln        net.Listener
 	advertise net.Addr
+	dial      DialFunc
 	log       *slog.Logger
 	raftConns chan net.Conn
 	probe     func(net.Conn)
@@ -38,10 +39,14 @@ type mux struct {
 	wg        sync.WaitGroup
 }
 
-func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, probe func(net.Conn)) *mux {
+func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe func(net.Conn)) *mux {
+	if dial == nil {
+		dial = defaultDial
+	}
 	m := &mux{
 		ln:        ln,
 		advertise: advertise,
+		dial:      dial,
 		log:       log,
 		raftConns: make(chan net.Conn),
 		probe:     probe,
@@ -142,12 +147,19 @@ func (l raftLayer) Close() error { return nil }
 func (l raftLayer) Addr() net.Addr { return l.m.advertise }
 
 func (l raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialService(string(address), muxRaft, timeout)
+	return dialService(l.m.dial, string(address), muxRaft, timeout)
 }
 
-func dialService(address string, service byte, timeout time.Duration) (net.Conn, error) {
+// DialFunc opens a connection to another node's Raft port.
+type DialFunc func(address string, timeout time.Duration) (net.Conn, error)
+
+func defaultDial(address string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	c, err := d.Dial("tcp", address)
+	return d.Dial("tcp", address)
+}
+
+func dialService(dial DialFunc, address string, service byte, timeout time.Duration) (net.Conn, error) {
+	c, err := dial(address, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -141,14 +141,14 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		}
 		return 0
 	})
-	n.mux = newMux(ln, advertise, log, n.probeServer.serve)
+	n.mux = newMux(ln, advertise, cfg.Dial, log, n.probeServer.serve)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  hlog,
 	})
-	n.probeClient = newProbeClient()
+	n.probeClient = newProbeClient(n.mux.dial)
 	n.verifier = newVerifier(n.probeRound)
 
 	rc := raft.DefaultConfig()

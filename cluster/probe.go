@@ -75,6 +75,7 @@ func (s *probeServer) Close() {
 // verifier runs one at a time), so a connection carries one request at once;
 // the mutex only guards against a straggler from a timed-out round.
 type probeClient struct {
+	dial   DialFunc
 	mu     sync.Mutex
 	conns  map[string]*probeConn
 	closed bool
@@ -86,8 +87,8 @@ type probeConn struct {
 	next uint64
 }
 
-func newProbeClient() *probeClient {
-	return &probeClient{conns: make(map[string]*probeConn)}
+func newProbeClient(dial DialFunc) *probeClient {
+	return &probeClient{dial: dial, conns: make(map[string]*probeConn)}
 }
 
 var errProbeClientClosed = errors.New("probe client closed")
@@ -115,7 +116,7 @@ func (pc *probeClient) probe(addr string, deadline time.Time) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		nc, err := dialService(addr, muxProbe, time.Until(deadline))
+		nc, err := dialService(pc.dial, addr, muxProbe, time.Until(deadline))
 		if err != nil {
 			return 0, err
 		}

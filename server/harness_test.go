@@ -25,6 +25,8 @@ import (
 // 127.0.0.1, real bolt stores in temp dirs, real HTTP servers.
 type testCluster struct {
 	t     *testing.T
+	net   *faultNet
+	tweak func(id string, cfg *Config)
 	mu    sync.Mutex
 	nodes map[string]*testNode
 	peers []cluster.Peer
@@ -84,10 +86,11 @@ func listen(t *testing.T, addr string) net.Listener {
 	return nil
 }
 
-// newTestCluster starts n nodes bootstrapped from one initial cluster.
-func newTestCluster(t *testing.T, n int, tweak func(*Config)) *testCluster {
+// newTestCluster starts n nodes bootstrapped from one initial cluster; tweak,
+// if not nil, adjusts each node's config (also on restart).
+func newTestCluster(t *testing.T, n int, tweak func(id string, cfg *Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, nodes: map[string]*testNode{}}
+	tc := &testCluster{t: t, nodes: map[string]*testNode{}, net: newFaultNet(), tweak: tweak}
 	raftLns := make([]net.Listener, n)
 	httpLns := make([]net.Listener, n)
 	for i := 0; i < n; i++ {
@@ -102,8 +105,10 @@ func newTestCluster(t *testing.T, n int, tweak func(*Config)) *testCluster {
 		tc.nodes[id] = tn
 		cfg := testConfig(t, id, tn.dir, raftLns[i], httpLns[i])
 		cfg.Cluster.InitialCluster = tc.peers
+		tc.net.register(id, tn.raftAddr)
+		cfg.Cluster.Dial = tc.net.dialer(id)
 		if tweak != nil {
-			tweak(&cfg)
+			tweak(id, &cfg)
 		}
 		srv, err := Start(cfg)
 		if err != nil {
@@ -135,6 +140,8 @@ func (tc *testCluster) addNode(id string, join []string) *testNode {
 	tn := &testNode{id: id, dir: filepath.Join(tc.t.TempDir(), id), raftAddr: raftLn.Addr().String(), httpAddr: httpLn.Addr().String()}
 	cfg := testConfig(tc.t, id, tn.dir, raftLn, httpLn)
 	cfg.Join = join
+	tc.net.register(id, tn.raftAddr)
+	cfg.Cluster.Dial = tc.net.dialer(id)
 	srv, err := Start(cfg)
 	if err != nil {
 		tc.t.Fatalf("start %s: %v", id, err)
@@ -168,6 +175,10 @@ func (tc *testCluster) restart(id string) {
 	tc.mu.Unlock()
 	cfg := testConfig(tc.t, id, n.dir, listen(tc.t, n.raftAddr), listen(tc.t, n.httpAddr))
 	cfg.Cluster.InitialCluster = tc.peers
+	cfg.Cluster.Dial = tc.net.dialer(id)
+	if tc.tweak != nil {
+		tc.tweak(id, &cfg)
+	}
 	srv, err := Start(cfg)
 	if err != nil {
 		tc.t.Fatalf("restart %s: %v", id, err)
