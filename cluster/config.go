@@ -95,19 +95,21 @@ type Config struct {
 	RaftLogLevel slog.Level
 }
 
-// DefaultConfig returns production timings: hashicorp/raft's own defaults,
-// which tolerate a busy machine and a WAN-ish network.
+// DefaultConfig returns production timings. Heartbeat and election timeouts
+// are half of hashicorp/raft's defaults: a failover costs about one to two
+// election timeouts of unavailability, and on a LAN 500 ms is still tens of
+// round trips. Raise them (for example with a WAN or a heavily loaded host).
 func DefaultConfig() Config {
 	return Config{
-		HeartbeatTimeout:   1000 * time.Millisecond,
-		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
-		ProbeTimeout:       1000 * time.Millisecond,
+		ProbeTimeout:       500 * time.Millisecond,
 		RaftLogLevel:       slog.LevelWarn,
 	}
 }

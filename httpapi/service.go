@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"net/http/pprof"
 	"net/url"
 	"strconv"
 	"sync"
@@ -64,6 +65,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ForwardTransport carries forwarded requests (nil: a default one).
 	ForwardTransport http.RoundTripper
+	// Pprof serves Go's profiler under /debug/pprof/ (off by default: it
+	// exposes internals and costs CPU when used).
+	Pprof bool
 }
 
 // Service is the HTTP API of one node.
@@ -108,6 +112,13 @@ func New(cfg Config) *Service {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleEchoError
 
+	if cfg.Pprof {
+		e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+		e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+		e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+		e.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+		e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	}
 	e.GET("/livez", s.livez)
 	e.GET("/readyz", s.readyz)
 

@@ -41,6 +41,8 @@ type Config struct {
 	Join []string
 
 	RequestTimeout time.Duration
+	// Pprof serves Go's profiler under /debug/pprof/.
+	Pprof bool
 	// MetadataInterval is how often a node checks that the replicated
 	// metadata knows its API address.
 	MetadataInterval time.Duration
@@ -116,7 +118,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	s.api = httpapi.New(httpapi.Config{Store: store{s}, Logger: log, RequestTimeout: cfg.RequestTimeout})
+	s.api = httpapi.New(httpapi.Config{Store: store{s}, Logger: log, RequestTimeout: cfg.RequestTimeout, Pprof: cfg.Pprof})
 	s.http = &http.Server{
 		Handler:           s.api.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
