@@ -204,7 +204,7 @@ func waitIdle(t *testing.T, is *Issuer, name string) {
 func TestBlockSize_FollowsRate_Bounded(t *testing.T) {
 	p := newFSMProposer(t, fsm.CreateSequence{Name: "s", Start: 1, Max: 1 << 62})
 	cfg := testConfig()
-	cfg.MinBlock, cfg.MaxBlock = 1000, 1 << 20
+	cfg.MinBlock, cfg.MaxBlock = 1000, 1<<20
 	is := New(p, cfg)
 	var now atomic.Int64
 	base := time.Now()
