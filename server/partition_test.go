@@ -1,6 +1,9 @@
-package server
+package server_test
 
 import (
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/server"
+
 	"net/http"
 	"testing"
 	"time"
@@ -13,7 +16,7 @@ import (
 // that must still be above theirs: linearizable, not just unique. (It should
 // acknowledge none: its quorum check cannot succeed.)
 func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
-	tc := newTestCluster(t, 3, func(id string, cfg *Config) {
+	tc := testcluster.New(t, 3, func(id string, cfg *server.Config) {
 		if id == "n1" {
 			// n1 takes long to notice it lost its quorum...
 			cfg.Cluster.HeartbeatTimeout = 3 * time.Second
@@ -22,39 +25,39 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 		}
 	})
 	// ...and is the leader: make sure of it by transferring leadership.
-	tc.createSequence("orders", nil)
+	tc.CreateSequence("orders", nil)
 	for i := 0; i < 50; i++ {
-		l := tc.leader(10 * time.Second)
-		if l.id == "n1" {
+		l := tc.Leader(10 * time.Second)
+		if l.ID == "n1" {
 			break
 		}
-		if err := l.srv.Node().TransferLeadership(t.Context()); err != nil {
+		if err := l.Srv.Node().TransferLeadership(t.Context()); err != nil {
 			t.Logf("transfer: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	old := tc.leader(10 * time.Second)
-	if old.id != "n1" {
-		t.Skipf("could not make n1 the leader (leader is %s)", old.id)
+	old := tc.Leader(10 * time.Second)
+	if old.ID != "n1" {
+		t.Skipf("could not make n1 the leader (leader is %s)", old.ID)
 	}
-	var log rangeLog
+	var log testcluster.RangeLog
 	// The old leader holds a block in memory.
 	for i := 0; i < 20; i++ {
-		r, status, err := reserve(old, "orders", 10)
+		r, status, err := testcluster.Reserve(old, "orders", 10)
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("reserve on leader: %d %v", status, err)
 		}
-		log.add(r)
+		log.Add(r)
 	}
 
-	tc.net.isolate("n1")
+	tc.Net.Isolate("n1")
 	// A new leader among n2 and n3 serves from blocks above n1's.
-	var fresh *testNode
+	var fresh *testcluster.Node
 	deadline := time.Now().Add(10 * time.Second)
 	for fresh == nil && time.Now().Before(deadline) {
-		for _, n := range tc.running() {
-			if n.id != "n1" {
-				if _, ok := n.srv.Issuer().Serving(); ok {
+		for _, n := range tc.Running() {
+			if n.ID != "n1" {
+				if _, ok := n.Srv.Issuer().Serving(); ok {
 					fresh = n
 				}
 			}
@@ -64,24 +67,24 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	if fresh == nil {
 		t.Fatal("n2 and n3 elected no leader")
 	}
-	r1, status, err := reserve(fresh, "orders", 10)
+	r1, status, err := testcluster.Reserve(fresh, "orders", 10)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("reserve on the new leader: %d %v", status, err)
 	}
-	log.add(r1)
-	if _, stillServing := old.srv.Issuer().Serving(); !stillServing {
+	log.Add(r1)
+	if _, stillServing := old.Srv.Issuer().Serving(); !stillServing {
 		t.Log("note: n1 stepped down before the check; the scenario is weaker than intended")
 	}
 
 	// The old leader is asked now, after r1 completed.
 	acked := 0
 	for i := 0; i < 20; i++ {
-		r2, status, err := reserve(old, "orders", 10)
+		r2, status, err := testcluster.Reserve(old, "orders", 10)
 		if err != nil || status != http.StatusOK {
 			continue
 		}
 		acked++
-		log.add(r2)
+		log.Add(r2)
 		if r2.First <= r1.Last {
 			t.Fatalf("stale leader served %+v after the new leader served %+v: not linearizable", r2, r1)
 		}
@@ -89,18 +92,18 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	if acked > 0 {
 		t.Fatalf("the partitioned leader acknowledged %d ranges; its quorum check should refuse", acked)
 	}
-	tc.net.heal("n1")
-	log.checkDisjoint(t)
+	tc.Net.Heal("n1")
+	log.CheckDisjoint(t)
 	// Once healed, n1 rejoins as a follower and forwards.
 	deadline = time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		r, status, err := reserve(old, "orders", 10)
+		r, status, err := testcluster.Reserve(old, "orders", 10)
 		if err == nil && status == http.StatusOK {
 			if r.First <= r1.Last {
 				t.Fatalf("after heal got %+v, not above %+v", r, r1)
 			}
-			log.add(r)
-			log.checkDisjoint(t)
+			log.Add(r)
+			log.CheckDisjoint(t)
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -72,6 +72,8 @@ type Server struct {
 	client *http.Client
 
 	stop     chan struct{}
+	stopCtx  context.Context // cancelled when stop closes, for outgoing calls
+	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	serveErr chan error
@@ -98,7 +100,10 @@ func Start(cfg Config) (*Server, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("HTTP address %s is not reachable by other nodes: set an advertise address", advertise)
 	}
+	stopCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{
+		stopCtx:  stopCtx,
+		cancel:   cancel,
 		cfg:      cfg,
 		log:      log,
 		ln:       ln,
@@ -114,6 +119,7 @@ func Start(cfg Config) (*Server, error) {
 	s.issuer = issuer.New(proposer{s}, cfg.Issuer)
 	node, err := cluster.Open(cc, fsm.New(), leadershipListener{s.issuer})
 	if err != nil {
+		cancel()
 		_ = ln.Close()
 		return nil, err
 	}
@@ -154,6 +160,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.api.Drain()
 		close(s.stop)
+		s.cancel()
 		s.wg.Wait()
 		if _, leading := s.node.Leadership(); leading {
 			if terr := s.node.TransferLeadership(ctx); terr != nil {
@@ -176,6 +183,7 @@ func (s *Server) Kill() error {
 	var err error
 	s.stopOnce.Do(func() {
 		close(s.stop)
+		s.cancel()
 		s.wg.Wait()
 		_ = s.http.Close()
 		err = s.node.Shutdown(context.Background(), false)
@@ -250,7 +258,7 @@ func (s *Server) send(method, url string, body any) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.stopCtx, 10*time.Second)
 	defer cancel()
 	r, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
 	if err != nil {

@@ -1,4 +1,8 @@
-package server
+// Package testcluster runs real ticketd clusters inside a test process: Raft
+// over TCP on 127.0.0.1, bolt stores in temp dirs, real HTTP servers, and a
+// fault network that cuts Raft links for real. Server, SDK and fault tests
+// share it.
+package testcluster
 
 import (
 	"bytes"
@@ -19,36 +23,38 @@ import (
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/server"
 )
 
-// testCluster is a real cluster in this process: real Raft over TCP on
+// Cluster is a real cluster in this process: real Raft over TCP on
 // 127.0.0.1, real bolt stores in temp dirs, real HTTP servers.
-type testCluster struct {
-	t     *testing.T
-	net   *faultNet
-	tweak func(id string, cfg *Config)
+type Cluster struct {
+	t     testing.TB
+	Net   *FaultNet
+	tweak func(id string, cfg *server.Config)
 	mu    sync.Mutex
-	nodes map[string]*testNode
+	nodes map[string]*Node
 	peers []cluster.Peer
 }
 
-type testNode struct {
-	id       string
-	dir      string
-	raftAddr string
-	httpAddr string
-	srv      *Server
+type Node struct {
+	ID       string
+	Dir      string
+	RaftAddr string
+	HTTPAddr string
+	// Srv is nil while the node is killed.
+	Srv *server.Server
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("TICKETD_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func testConfig(t *testing.T, id, dir string, raftLn, httpLn net.Listener) Config {
-	cfg := DefaultConfig()
+func testConfig(t testing.TB, id, dir string, raftLn, httpLn net.Listener) server.Config {
+	cfg := server.DefaultConfig()
 	cfg.Cluster.ID = id
 	cfg.Cluster.DataDir = dir
 	cfg.Cluster.Listener = raftLn
@@ -71,7 +77,7 @@ func testConfig(t *testing.T, id, dir string, raftLn, httpLn net.Listener) Confi
 	return cfg
 }
 
-func listen(t *testing.T, addr string) net.Listener {
+func listen(t testing.TB, addr string) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	var err error
@@ -88,9 +94,9 @@ func listen(t *testing.T, addr string) net.Listener {
 
 // newTestCluster starts n nodes bootstrapped from one initial cluster; tweak,
 // if not nil, adjusts each node's config (also on restart).
-func newTestCluster(t *testing.T, n int, tweak func(id string, cfg *Config)) *testCluster {
+func New(t testing.TB, n int, tweak func(id string, cfg *server.Config)) *Cluster {
 	t.Helper()
-	tc := &testCluster{t: t, nodes: map[string]*testNode{}, net: newFaultNet(), tweak: tweak}
+	tc := &Cluster{t: t, nodes: map[string]*Node{}, Net: newFaultNet(), tweak: tweak}
 	raftLns := make([]net.Listener, n)
 	httpLns := make([]net.Listener, n)
 	for i := 0; i < n; i++ {
@@ -101,52 +107,52 @@ func newTestCluster(t *testing.T, n int, tweak func(id string, cfg *Config)) *te
 	base := t.TempDir()
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("n%d", i+1)
-		tn := &testNode{id: id, dir: filepath.Join(base, id), raftAddr: raftLns[i].Addr().String(), httpAddr: httpLns[i].Addr().String()}
+		tn := &Node{ID: id, Dir: filepath.Join(base, id), RaftAddr: raftLns[i].Addr().String(), HTTPAddr: httpLns[i].Addr().String()}
 		tc.nodes[id] = tn
-		cfg := testConfig(t, id, tn.dir, raftLns[i], httpLns[i])
+		cfg := testConfig(t, id, tn.Dir, raftLns[i], httpLns[i])
 		cfg.Cluster.InitialCluster = tc.peers
-		tc.net.register(id, tn.raftAddr)
-		cfg.Cluster.Dial = tc.net.dialer(id)
+		tc.Net.register(id, tn.RaftAddr)
+		cfg.Cluster.Dial = tc.Net.dialer(id)
 		if tweak != nil {
 			tweak(id, &cfg)
 		}
-		srv, err := Start(cfg)
+		srv, err := server.Start(cfg)
 		if err != nil {
 			t.Fatalf("start %s: %v", id, err)
 		}
-		tn.srv = srv
+		tn.Srv = srv
 	}
-	t.Cleanup(tc.shutdown)
-	tc.waitReady(10 * time.Second)
+	t.Cleanup(tc.Shutdown)
+	tc.WaitReady(10 * time.Second)
 	return tc
 }
 
-func (tc *testCluster) shutdown() {
+func (tc *Cluster) Shutdown() {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	for _, n := range tc.nodes {
-		if n.srv != nil {
-			_ = n.srv.Kill()
-			n.srv = nil
+		if n.Srv != nil {
+			_ = n.Srv.Kill()
+			n.Srv = nil
 		}
 	}
 }
 
 // addNode starts a new empty node that joins through the given URLs.
-func (tc *testCluster) addNode(id string, join []string) *testNode {
+func (tc *Cluster) AddNode(id string, join []string) *Node {
 	tc.t.Helper()
 	raftLn := listen(tc.t, "127.0.0.1:0")
 	httpLn := listen(tc.t, "127.0.0.1:0")
-	tn := &testNode{id: id, dir: filepath.Join(tc.t.TempDir(), id), raftAddr: raftLn.Addr().String(), httpAddr: httpLn.Addr().String()}
-	cfg := testConfig(tc.t, id, tn.dir, raftLn, httpLn)
+	tn := &Node{ID: id, Dir: filepath.Join(tc.t.TempDir(), id), RaftAddr: raftLn.Addr().String(), HTTPAddr: httpLn.Addr().String()}
+	cfg := testConfig(tc.t, id, tn.Dir, raftLn, httpLn)
 	cfg.Join = join
-	tc.net.register(id, tn.raftAddr)
-	cfg.Cluster.Dial = tc.net.dialer(id)
-	srv, err := Start(cfg)
+	tc.Net.register(id, tn.RaftAddr)
+	cfg.Cluster.Dial = tc.Net.dialer(id)
+	srv, err := server.Start(cfg)
 	if err != nil {
 		tc.t.Fatalf("start %s: %v", id, err)
 	}
-	tn.srv = srv
+	tn.Srv = srv
 	tc.mu.Lock()
 	tc.nodes[id] = tn
 	tc.mu.Unlock()
@@ -154,12 +160,12 @@ func (tc *testCluster) addNode(id string, join []string) *testNode {
 }
 
 // kill stops a node abruptly; its data dir stays.
-func (tc *testCluster) kill(id string) {
+func (tc *Cluster) Kill(id string) {
 	tc.t.Helper()
 	tc.mu.Lock()
 	n := tc.nodes[id]
-	srv := n.srv
-	n.srv = nil
+	srv := n.Srv
+	n.Srv = nil
 	tc.mu.Unlock()
 	if srv != nil {
 		_ = srv.Kill()
@@ -168,46 +174,46 @@ func (tc *testCluster) kill(id string) {
 
 // restart starts a killed node again from its data dir, on the same
 // addresses, with the same flags.
-func (tc *testCluster) restart(id string) {
+func (tc *Cluster) Restart(id string) {
 	tc.t.Helper()
 	tc.mu.Lock()
 	n := tc.nodes[id]
 	tc.mu.Unlock()
-	cfg := testConfig(tc.t, id, n.dir, listen(tc.t, n.raftAddr), listen(tc.t, n.httpAddr))
+	cfg := testConfig(tc.t, id, n.Dir, listen(tc.t, n.RaftAddr), listen(tc.t, n.HTTPAddr))
 	cfg.Cluster.InitialCluster = tc.peers
-	cfg.Cluster.Dial = tc.net.dialer(id)
+	cfg.Cluster.Dial = tc.Net.dialer(id)
 	if tc.tweak != nil {
 		tc.tweak(id, &cfg)
 	}
-	srv, err := Start(cfg)
+	srv, err := server.Start(cfg)
 	if err != nil {
 		tc.t.Fatalf("restart %s: %v", id, err)
 	}
 	tc.mu.Lock()
-	n.srv = srv
+	n.Srv = srv
 	tc.mu.Unlock()
 }
 
-func (tc *testCluster) running() []*testNode {
+func (tc *Cluster) Running() []*Node {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	var out []*testNode
+	var out []*Node
 	for _, n := range tc.nodes {
-		if n.srv != nil {
+		if n.Srv != nil {
 			out = append(out, n)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
 // leader waits for a serving leader among the running nodes.
-func (tc *testCluster) leader(timeout time.Duration) *testNode {
+func (tc *Cluster) Leader(timeout time.Duration) *Node {
 	tc.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		for _, n := range tc.running() {
-			if _, ok := n.srv.Issuer().Serving(); ok {
+		for _, n := range tc.Running() {
+			if _, ok := n.Srv.Issuer().Serving(); ok {
 				return n
 			}
 		}
@@ -217,14 +223,14 @@ func (tc *testCluster) leader(timeout time.Duration) *testNode {
 	return nil
 }
 
-func (tc *testCluster) waitReady(timeout time.Duration) {
+func (tc *Cluster) WaitReady(timeout time.Duration) {
 	tc.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		ready := 0
-		nodes := tc.running()
+		nodes := tc.Running()
 		for _, n := range nodes {
-			if resp, err := http.Get("http://" + n.httpAddr + "/readyz"); err == nil {
+			if resp, err := http.Get("http://" + n.HTTPAddr + "/readyz"); err == nil {
 				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					ready++
@@ -240,7 +246,7 @@ func (tc *testCluster) waitReady(timeout time.Duration) {
 }
 
 // do sends a JSON request and decodes a JSON answer into out (if not nil).
-func do(method, url string, body any, out any) (int, error) {
+func Do(method, url string, body any, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		switch b := body.(type) {
@@ -278,13 +284,13 @@ func do(method, url string, body any, out any) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func (tc *testCluster) createSequence(name string, body any) {
+func (tc *Cluster) CreateSequence(name string, body any) {
 	tc.t.Helper()
-	n := tc.running()[0]
+	n := tc.Running()[0]
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var seq api.Sequence
-		status, err := do(http.MethodPut, "http://"+n.httpAddr+"/v1/sequences/"+name, body, &seq)
+		status, err := Do(http.MethodPut, "http://"+n.HTTPAddr+"/v1/sequences/"+name, body, &seq)
 		if err == nil && (status == http.StatusCreated || status == http.StatusOK) {
 			return
 		}
@@ -297,26 +303,26 @@ func (tc *testCluster) createSequence(name string, body any) {
 
 // reserve reserves through node n; ok is false on any failure (which the
 // caller treats as an unknown outcome: the range was not handed out).
-func reserve(n *testNode, seq string, count int64) (api.Range, int, error) {
+func Reserve(n *Node, seq string, count int64) (api.Range, int, error) {
 	var r api.Range
-	status, err := do(http.MethodPost, "http://"+n.httpAddr+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count}, &r)
+	status, err := Do(http.MethodPost, "http://"+n.HTTPAddr+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count}, &r)
 	return r, status, err
 }
 
-// rangeLog collects acknowledged ranges and checks them.
-type rangeLog struct {
+// RangeLog collects acknowledged ranges and checks them.
+type RangeLog struct {
 	mu     sync.Mutex
 	ranges []api.Range
 }
 
-func (l *rangeLog) add(r api.Range) {
+func (l *RangeLog) Add(r api.Range) {
 	l.mu.Lock()
 	l.ranges = append(l.ranges, r)
 	l.mu.Unlock()
 }
 
 // checkDisjoint fails the test if any two acknowledged ranges overlap.
-func (l *rangeLog) checkDisjoint(t *testing.T) {
+func (l *RangeLog) CheckDisjoint(t testing.TB) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -329,7 +335,7 @@ func (l *rangeLog) checkDisjoint(t *testing.T) {
 	}
 }
 
-func (l *rangeLog) max() int64 {
+func (l *RangeLog) Max() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var m int64
@@ -339,8 +345,24 @@ func (l *rangeLog) max() int64 {
 	return m
 }
 
-func (l *rangeLog) len() int {
+func (l *RangeLog) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.ranges)
+}
+
+// Node returns the node with the given id (running or killed).
+func (tc *Cluster) Node(id string) *Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.nodes[id]
+}
+
+// URLs returns the API base URLs of the running nodes.
+func (tc *Cluster) URLs() []string {
+	var out []string
+	for _, n := range tc.Running() {
+		out = append(out, "http://"+n.HTTPAddr)
+	}
+	return out
 }

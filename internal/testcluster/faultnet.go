@@ -1,4 +1,4 @@
-package server
+package testcluster
 
 import (
 	"errors"
@@ -9,32 +9,32 @@ import (
 	"github.com/ticketd/ticketd/cluster"
 )
 
-// faultNet cuts Raft links between in-process nodes for real: every Raft and
+// FaultNet cuts Raft links between in-process nodes for real: every Raft and
 // probe connection is dialed through it, a cut node's connections are closed,
 // and new dials to or from it fail. HTTP is not touched, so a client can still
 // reach a node that the cluster cannot: the situation of a leader
 // partitioned away with its clients.
-type faultNet struct {
+type FaultNet struct {
 	mu       sync.Mutex
 	addrToID map[string]string
 	isolated map[string]bool
 	conns    map[string]map[net.Conn]struct{}
 }
 
-func newFaultNet() *faultNet {
-	return &faultNet{addrToID: map[string]string{}, isolated: map[string]bool{}, conns: map[string]map[net.Conn]struct{}{}}
+func newFaultNet() *FaultNet {
+	return &FaultNet{addrToID: map[string]string{}, isolated: map[string]bool{}, conns: map[string]map[net.Conn]struct{}{}}
 }
 
 var errCut = errors.New("faultnet: link cut")
 
-func (f *faultNet) register(id, raftAddr string) {
+func (f *FaultNet) register(id, raftAddr string) {
 	f.mu.Lock()
 	f.addrToID[raftAddr] = id
 	f.mu.Unlock()
 }
 
 // dialer returns node from's DialFunc.
-func (f *faultNet) dialer(from string) cluster.DialFunc {
+func (f *FaultNet) dialer(from string) cluster.DialFunc {
 	return func(addr string, timeout time.Duration) (net.Conn, error) {
 		f.mu.Lock()
 		to := f.addrToID[addr]
@@ -63,8 +63,8 @@ func (f *faultNet) dialer(from string) cluster.DialFunc {
 	}
 }
 
-// isolate cuts every Raft link of node id.
-func (f *faultNet) isolate(id string) {
+// Isolate cuts every Raft link of node id.
+func (f *FaultNet) Isolate(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.isolated[id] = true
@@ -74,8 +74,8 @@ func (f *faultNet) isolate(id string) {
 	delete(f.conns, id)
 }
 
-// heal restores node id's links.
-func (f *faultNet) heal(id string) {
+// Heal restores node id's links.
+func (f *FaultNet) Heal(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.isolated, id)
