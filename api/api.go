@@ -37,12 +37,11 @@ func ValidateSequenceName(name string) error {
 	if len(name) > MaxSequenceNameLen {
 		return fmt.Errorf("sequence name is %d characters long; at most %d are allowed", len(name), MaxSequenceNameLen)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for i, r := range name {
 		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
 		default:
-			return fmt.Errorf("sequence name has %q at byte %d; only [A-Za-z0-9._-] are allowed", c, i)
+			return fmt.Errorf("sequence name has %q at byte %d; only [A-Za-z0-9._-] are allowed", r, i)
 		}
 	}
 	return nil
@@ -83,7 +82,10 @@ type Sequence struct {
 	// Start is the first ID the sequence was created with.
 	Start int64 `json:"start"`
 	Max   int64 `json:"max"`
-	// Remaining is how many IDs are still available to hand out.
+	// Remaining is how many IDs were never handed to any leader. The
+	// leader may still hold IDs of its current block in memory, so a
+	// reservation can succeed while Remaining is 0; and IDs a former leader
+	// held are gaps, never handed out.
 	Remaining int64 `json:"remaining"`
 }
 

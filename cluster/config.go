@@ -89,6 +89,11 @@ type Config struct {
 	// use it to cut links; TLS would wrap it). Default: plain TCP.
 	Dial DialFunc
 
+	// UnsafeSkipBarrier is a planted bug for the fault-injection suite: a
+	// new leader serves without first applying every earlier entry. Only a
+	// binary built with the ticketd_faults tag can set it.
+	UnsafeSkipBarrier bool
+
 	Logger *slog.Logger
 	// RaftLogLevel is the level of hashicorp/raft's own log lines
 	// (its default, DEBUG, is far too loud).

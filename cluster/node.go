@@ -261,7 +261,9 @@ func (n *Node) stepDown(l Leadership) {
 // establish runs the Barrier that makes this node's FSM hold everything
 // committed before its term, then starts serving.
 func (n *Node) establish(term uint64) {
-	if err := n.raft.Barrier(n.cfg.ElectionTimeout).Error(); err != nil {
+	if n.cfg.UnsafeSkipBarrier {
+		n.log.Warn("UNSAFE: serving as leader without a Barrier (planted fault)")
+	} else if err := n.raft.Barrier(n.cfg.ElectionTimeout).Error(); err != nil {
 		n.log.Warn("barrier failed; not serving yet", "term", term, "err", err)
 		return
 	}

@@ -126,14 +126,16 @@ func New(cfg Config) *Service {
 	v1.GET("/cluster", s.clusterStatus)
 	v1.POST("/cluster/snapshot", s.snapshot)
 
-	lead := v1.Group("", s.leaderOnly)
-	lead.PUT("/sequences/:name", s.createSequence)
-	lead.GET("/sequences", s.listSequences)
-	lead.GET("/sequences/:name", s.getSequence)
-	lead.POST("/sequences/:name/ranges", s.reserve)
-	lead.POST("/cluster/members", s.join)
-	lead.PUT("/cluster/members/:id", s.updateMember)
-	lead.DELETE("/cluster/members/:id", s.remove)
+	// leaderOnly is attached per route: as group middleware Echo would
+	// register catch-all routes that turn every 405 under /v1 into a 404.
+	lead := s.leaderOnly
+	v1.PUT("/sequences/:name", s.createSequence, lead)
+	v1.GET("/sequences", s.listSequences, lead)
+	v1.GET("/sequences/:name", s.getSequence, lead)
+	v1.POST("/sequences/:name/ranges", s.reserve, lead)
+	v1.POST("/cluster/members", s.join, lead)
+	v1.PUT("/cluster/members/:id", s.updateMember, lead)
+	v1.DELETE("/cluster/members/:id", s.remove, lead)
 	s.echo = e
 	return s
 }
@@ -424,7 +426,8 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	if err := dec.Decode(v); err != nil {
 		return badRequest("malformed JSON body: " + describeJSONError(err))
 	}
-	if dec.More() {
+	// More() misses a stray '}' or ']'; only EOF means nothing follows.
+	if _, err := dec.Token(); err != io.EOF {
 		return badRequest("malformed JSON body: data after the JSON object")
 	}
 	return nil

@@ -64,6 +64,25 @@ type Config struct {
 	MinSpanBlock int64
 	// ProposeTimeout bounds one block proposal.
 	ProposeTimeout time.Duration
+
+	// Unsafe plants bugs for the fault-injection suite to find. Only a
+	// binary built with the ticketd_faults tag can set it.
+	Unsafe Faults
+}
+
+// Faults are planted bugs, each breaking one invariant, so that the
+// fault-injection suite can show it detects the violation. Never set in
+// production.
+type Faults struct {
+	// ServeUncommitted hands out a block as soon as it is proposed, with
+	// its range computed by the leader from its own view of the mark,
+	// instead of waiting for the FSM to compute it at apply time.
+	ServeUncommitted bool
+	// SkipVerify hands out ranges without the quorum check.
+	SkipVerify bool
+	// KeepBlocks keeps the blocks of an ended leadership and serves them
+	// again if the node leads again.
+	KeepBlocks bool
 }
 
 // DefaultConfig returns the production block sizing.
@@ -106,6 +125,15 @@ func New(p Proposer, cfg Config) *Issuer {
 func (is *Issuer) Acquire(term uint64) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
+	if is.cfg.Unsafe.KeepBlocks {
+		for _, s := range is.seqs {
+			s.mu.Lock()
+			s.term, s.dead = term, false
+			s.mu.Unlock()
+		}
+		is.serving, is.term = true, term
+		return
+	}
 	is.dropLocked()
 	is.serving, is.term = true, term
 }
@@ -115,6 +143,10 @@ func (is *Issuer) Acquire(term uint64) {
 func (is *Issuer) Drop() {
 	is.mu.Lock()
 	defer is.mu.Unlock()
+	if is.cfg.Unsafe.KeepBlocks {
+		is.serving = false
+		return
+	}
 	is.dropLocked()
 }
 
@@ -161,7 +193,7 @@ func (is *Issuer) sequence(name string) (*sequence, uint64, error) {
 	}
 	span := st.Max - st.Start + 1 // start >= 1, so this fits an int64
 	capSize := max(span/is.cfg.SpanDivisor, is.cfg.MinSpanBlock)
-	s = &sequence{is: is, name: name, term: term, capSize: min(capSize, is.cfg.MaxBlock), lastProposal: is.now()}
+	s = &sequence{is: is, name: name, term: term, capSize: min(capSize, is.cfg.MaxBlock), lastProposal: is.now(), proposedMark: st.Issued}
 	is.seqs[name] = s
 	return s, term, nil
 }
@@ -178,6 +210,9 @@ func (is *Issuer) Reserve(ctx context.Context, name string, count int64) (Range,
 	first, err := s.take(ctx, count)
 	if err != nil {
 		return Range{}, err
+	}
+	if is.cfg.Unsafe.SkipVerify {
+		return Range{First: first, Last: first + count - 1}, nil
 	}
 	// The range is cut; now prove nobody newer could have served a higher
 	// one before this request began. If that fails, the range is a gap.
@@ -209,6 +244,8 @@ type sequence struct {
 	lastProposal time.Time
 	rate         float64 // IDs per second
 	lastBlock    int64
+
+	proposedMark int64 // only for Faults.ServeUncommitted
 }
 
 type proposal struct {
@@ -300,9 +337,38 @@ func (s *sequence) propose(need int64) {
 	size = max(size, need)
 	s.lastBlock = size
 
+	if s.is.cfg.Unsafe.ServeUncommitted {
+		s.serveUncommitted(size)
+		return
+	}
 	p := &proposal{min: need, done: make(chan struct{})}
 	s.pending = p
 	go s.runProposal(p, size)
+}
+
+// serveUncommitted is the planted bug Faults.ServeUncommitted: the leader
+// computes the block itself and serves it before the entry commits. If the
+// entry is lost (the leader dies first), the next leader grants the same IDs
+// again. s.mu is held.
+func (s *sequence) serveUncommitted(size int64) {
+	st, _ := s.is.p.Sequence(s.name)
+	mark := max(s.proposedMark, st.Issued)
+	size = min(size, st.Max-mark)
+	if size <= 0 {
+		return
+	}
+	first := mark + 1
+	s.proposedMark = mark + size
+	if s.avail > 0 && s.next+s.avail == first {
+		s.avail += size
+	} else {
+		s.next, s.avail = first, size
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.is.cfg.ProposeTimeout)
+		defer cancel()
+		_, _ = s.is.p.ReserveBlock(ctx, fsm.ReserveBlock{Name: s.name, Count: size, Min: 1})
+	}()
 }
 
 func (s *sequence) runProposal(p *proposal, size int64) {

@@ -114,6 +114,9 @@ func versionString() string {
 				v += " (" + s.Value[:12] + ")"
 			}
 		}
+		if faultsBuild {
+			v += " [ticketd_faults: test build with planted bugs]"
+		}
 		return fmt.Sprintf("ticketd %s %s", v, bi.GoVersion)
 	}
 	return "ticketd " + v
@@ -185,6 +188,7 @@ func serve(args []string, stderr io.Writer) error {
 	snapThreshold := fs.Uint64("snapshot-threshold", def.Cluster.SnapshotThreshold, "log entries since the last snapshot that trigger a new one")
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
+	unsafeFaults := registerFaultFlag(fs)
 	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on the HTTP address")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	if err := parse(fs, args); err != nil {
@@ -223,6 +227,9 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.HTTPAdvertise = *httpAdv
 	cfg.Logger = log
 	cfg.Pprof = *pprofOn
+	if err := applyFaults(*unsafeFaults, &cfg); err != nil {
+		return usageError{err.Error()}
+	}
 	if *join != "" {
 		for _, u := range strings.Split(*join, ",") {
 			cfg.Join = append(cfg.Join, strings.TrimSpace(u))

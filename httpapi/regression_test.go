@@ -8,17 +8,17 @@ import (
 	"github.com/ticketd/ticketd/api"
 )
 
-// The tests in this file fail against the current code: each one pins a bug
-// in a non-test file, named in the test's comment.
+// Regression tests: each pins a bug that was found and fixed, named in the
+// test's comment.
 
-// TestBug_TrailingCloseBraceOrBracketIsAccepted: decodeBody
-// (httpapi/service.go, the dec.More() check after dec.Decode) lets a stray
+// TestDecode_TrailingCloseBraceOrBracket_Is400: decodeBody
+// (httpapi/service.go) used to check dec.More() after dec.Decode, which let a stray
 // '}' or ']' after the JSON object through, because json.Decoder.More
 // reports false when the next byte is '}' or ']'. So `{"count":5}}` reserves
 // 5 IDs and `{"start":1}}` creates a sequence, where the README promises
 // 400 for a malformed body and decodeBody's own comment promises "trailing
 // data ... are 400s".
-func TestBug_TrailingCloseBraceOrBracketIsAccepted(t *testing.T) {
+func TestDecode_TrailingCloseBraceOrBracket_Is400(t *testing.T) {
 	n := startNode(t)
 	log := newRangeLog()
 	const seq = "victim"
@@ -56,8 +56,8 @@ func TestBug_TrailingCloseBraceOrBracketIsAccepted(t *testing.T) {
 	log.checkDisjoint(t)
 }
 
-// TestBug_WrongMethodUnderV1Is404NotA405: every wrong method on a /v1 path
-// answers 404 route-not-found without an Allow header, though
+// TestRouting_WrongMethodUnderV1_Is405: every wrong method on a /v1 path
+// answered 404 route-not-found without an Allow header, though
 // api.ProblemMethodNotAllowed exists and handleEchoError maps 405 to it
 // (outside /v1, POST /livez is a proper 405). Cause: httpapi/service.go
 // builds the leader-only routes with `lead := v1.Group("", s.leaderOnly)`;
@@ -66,7 +66,7 @@ func TestBug_TrailingCloseBraceOrBracketIsAccepted(t *testing.T) {
 // Side effect: on a follower, an unknown /v1 route or wrong method runs
 // leaderOnly and is forwarded to the leader. Registering leaderOnly per
 // route (v1.PUT(path, h, s.leaderOnly)) avoids the catch-all.
-func TestBug_WrongMethodUnderV1Is404NotA405(t *testing.T) {
+func TestRouting_WrongMethodUnderV1_Is405(t *testing.T) {
 	n := startNode(t)
 	if r := n.do(t, http.MethodPut, "/v1/sequences/routing", ""); r.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.status, r.body)
