@@ -123,13 +123,15 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 	}
 	advertise := ln.Addr()
 	if cfg.RaftAdvertise != "" {
-		advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
-		if err != nil {
+		// Kept as given, not resolved: a container's host name stays valid
+		// when its IP changes on restart.
+		if _, _, err := net.SplitHostPort(cfg.RaftAdvertise); err != nil {
 			_ = ln.Close()
 			return nil, fmt.Errorf("raft advertise address: %w", err)
 		}
+		advertise = advertiseAddr(cfg.RaftAdvertise)
 	}
-	if a, isTCP := advertise.(*net.TCPAddr); isTCP && a.IP.IsUnspecified() {
+	if host, _, err := net.SplitHostPort(advertise.String()); err == nil && net.ParseIP(host).IsUnspecified() {
 		_ = ln.Close()
 		return nil, fmt.Errorf("raft address %s is not reachable by other nodes: set an advertise address", advertise)
 	}
@@ -674,3 +676,9 @@ func (n *Node) closeResources() error {
 	}
 	return errors.Join(errs...)
 }
+
+// advertiseAddr is a host:port as other nodes should dial it.
+type advertiseAddr string
+
+func (a advertiseAddr) Network() string { return "tcp" }
+func (a advertiseAddr) String() string  { return string(a) }

@@ -1,0 +1,15 @@
+# ticketd in an image FROM scratch: nothing is pulled, the static binary is
+# built on the host first (scripts/docker-build.sh does both steps):
+#
+#   CGO_ENABLED=0 go build -trimpath -o build/docker/ticketd ./cmd/ticketd
+#   docker build -t ticketd:dev .
+#
+# Runs as an unprivileged user; Raft state lives in the /data volume.
+FROM scratch
+COPY --chown=65532:65532 build/docker/rootfs/ /
+COPY build/docker/ticketd /ticketd
+USER 65532:65532
+VOLUME /data
+EXPOSE 8080 8090
+ENTRYPOINT ["/ticketd"]
+CMD ["serve", "--data-dir", "/data", "--http-addr", "0.0.0.0:8080", "--raft-addr", "0.0.0.0:8090"]

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the static ticketd binary and the ticketd image FROM scratch.
+#   IMAGE=ticketd:dev scripts/docker-build.sh
+#   TAGS=ticketd_faults IMAGE=ticketd:faults scripts/docker-build.sh   # fault-suite build
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+image=${IMAGE:-ticketd:dev}
+cd "$root"
+rm -rf build/docker
+mkdir -p build/docker/rootfs/data build/docker/rootfs/tmp
+CGO_ENABLED=0 go build -trimpath ${TAGS:+-tags "$TAGS"} \
+  -ldflags "-s -w -X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" \
+  -o build/docker/ticketd ./cmd/ticketd
+docker build -q -t "$image" . >/dev/null
+echo "built $image ($(docker image inspect -f '{{.Size}}' "$image") bytes)"
