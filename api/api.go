@@ -157,4 +157,10 @@ const (
 	ProblemRouteNotFound     = "urn:ticketd:problem:route-not-found"
 	ProblemMethodNotAllowed  = "urn:ticketd:problem:method-not-allowed"
 	ProblemUnsupportedMedium = "urn:ticketd:problem:unsupported-media-type"
+	ProblemUnauthorized      = "urn:ticketd:problem:unauthorized"
+	ProblemForbidden         = "urn:ticketd:problem:forbidden"
+	ProblemTooManyRequests   = "urn:ticketd:problem:too-many-requests"
 )
+
+// MaxBackupBytes is the largest backup POST /v1/restore accepts.
+const MaxBackupBytes = 64 << 20

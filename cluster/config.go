@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/metrics"
 )
 
 // Peer is one entry of a static initial cluster.
@@ -94,6 +96,12 @@ type Config struct {
 	// binary built with the ticketd_faults tag can set it.
 	UnsafeSkipBarrier bool
 
+	// TLS, if set, puts mutual TLS on the Raft port.
+	TLS *RaftTLS
+
+	// Metrics, if set, receives the node's metrics.
+	Metrics *metrics.Metrics
+
 	Logger *slog.Logger
 	// RaftLogLevel is the level of hashicorp/raft's own log lines
 	// (its default, DEBUG, is far too loud).
@@ -156,6 +164,11 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeTimeout <= 0 {
 		errs = append(errs, errors.New("probe timeout must be positive"))
+	}
+	if c.TLS != nil {
+		if err := c.TLS.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.SnapshotRetain < 1 {
 		errs = append(errs, errors.New("snapshot retain must be at least 1"))

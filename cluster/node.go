@@ -5,7 +5,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -143,7 +145,15 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		}
 		return 0
 	})
-	n.mux = newMux(ln, advertise, cfg.Dial, log, n.probeServer.serve)
+	dial := cfg.Dial
+	if dial == nil {
+		dial = defaultDial
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS.Server)
+		dial = tlsDial(dial, cfg.TLS.Client)
+	}
+	n.mux = newMux(ln, advertise, dial, log, n.probeServer.serve)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,
@@ -151,7 +161,12 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		Logger:  hlog,
 	})
 	n.probeClient = newProbeClient(n.mux.dial)
-	n.verifier = newVerifier(n.probeRound)
+	n.verifier = newVerifier(func() (uint64, error) {
+		start := time.Now()
+		term, err := n.probeRound()
+		cfg.Metrics.ObserveVerify(time.Since(start), err)
+		return term, err
+	})
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -181,12 +196,15 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		log.Info("data dir holds raft state; resuming it and ignoring the bootstrap settings")
 	}
 
-	r, err := raft.NewRaft(rc, f, store, store, snaps, n.trans)
+	r, err := raft.NewRaft(rc, instrumentedFSM{f, cfg.Metrics}, store, store, snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
 	n.started.Store(r)
+	if cfg.Metrics != nil {
+		cfg.Metrics.Register(newRaftCollector(n))
+	}
 	n.observer = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
 		case raft.RaftState, raft.LeaderObservation:
@@ -252,6 +270,7 @@ func (n *Node) leaderLoop() {
 }
 
 func (n *Node) stepDown(l Leadership) {
+	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(nil)
 	n.epoch.Add(1)
 	n.log.Info("stopped serving as leader", "term", l.Term)
@@ -273,6 +292,7 @@ func (n *Node) establish(term uint64) {
 		return
 	}
 	l := Leadership{Epoch: n.epoch.Add(1), Term: term}
+	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(&l)
 	n.log.Info("serving as leader", "term", term)
 	if n.listener != nil {
@@ -325,10 +345,12 @@ func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
 		return nil, ErrNotLeader
 	}
 	// raft's timeout bounds only the enqueue; the wait below has ours.
+	start := time.Now()
 	f := n.raft.Apply(cmd, n.cfg.ElectionTimeout)
 	if err := n.wait(ctx, f); err != nil {
 		return nil, err
 	}
+	n.cfg.Metrics.ObserveApply(time.Since(start))
 	resp := f.Response()
 	if err, isErr := resp.(error); isErr {
 		return nil, err
@@ -557,6 +579,24 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 		return err
 	}
 	n.log.Info("removed member", "id", id)
+	return nil
+}
+
+// Restore replaces the replicated state with a snapshot (in the FSM's
+// format) through Raft: the leader installs it and followers receive it.
+func (n *Node) Restore(ctx context.Context, snapshot []byte) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	timeout := 30 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(snapshot))}
+	if err := n.raft.Restore(meta, bytes.NewReader(snapshot), timeout); err != nil {
+		return mapRaftError(err)
+	}
+	n.log.Info("restored state from a backup", "bytes", len(snapshot))
 	return nil
 }
 

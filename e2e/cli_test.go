@@ -169,6 +169,7 @@ func TestBinary_EnvVarsConfigureServe(t *testing.T) {
 		"TICKETD_HTTP_ADDR=" + addrs[0],
 		"TICKETD_RAFT_ADDR=" + addrs[1],
 		"TICKETD_BOOTSTRAP=true",
+		"TICKETD_DEV=true",
 		"TICKETD_HEARTBEAT_TIMEOUT=300ms",
 		"TICKETD_ELECTION_TIMEOUT=300ms",
 		"TICKETD_LEADER_LEASE_TIMEOUT=150ms",
@@ -227,6 +228,10 @@ func TestBinary_BadFlags(t *testing.T) {
 		{"bad duration in env", append([]string{"serve", "--id", "n1", "--data-dir", dir + "/e", "--bootstrap"}, addrs...),
 			[]string{"TICKETD_ELECTION_TIMEOUT=soon"}, []string{"TICKETD_ELECTION_TIMEOUT"}},
 		{"unknown flag", []string{"serve", "--no-such-flag"}, nil, []string{"no-such-flag"}},
+		{"no tokens and no --dev", append([]string{"serve", "--id", "n1", "--data-dir", dir + "/f", "--bootstrap"}, addrs...),
+			nil, []string{"authentication is on by default", "--tokens-file", "--dev"}},
+		{"tokens without an admin token", append([]string{"serve", "--id", "n1", "--data-dir", dir + "/g", "--bootstrap"}, addrs...),
+			[]string{"TICKETD_TOKENS=reserve only-a-reserve-token-0123456789"}, []string{"admin token"}},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			out, errOut, code := runCLI(t, tc.env, tc.args...)

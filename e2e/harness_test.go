@@ -26,6 +26,7 @@ import (
 // testTimings are the Raft timings every test node runs with: fast, but not
 // so twitchy that a busy 2-core machine running the race detector flaps.
 var testTimings = []string{
+	"--dev", // authentication has its own tests
 	"--heartbeat-timeout", "300ms",
 	"--election-timeout", "300ms",
 	"--leader-lease-timeout", "150ms",

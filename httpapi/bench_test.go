@@ -122,8 +122,12 @@ func (s *stubStore) Join(context.Context, api.JoinRequest) error       { return 
 func (s *stubStore) UpdateMember(context.Context, api.JoinRequest) error {
 	return errStub
 }
-func (s *stubStore) Remove(context.Context, string) error { return errStub }
-func (s *stubStore) Snapshot(context.Context) error       { return errStub }
-func (s *stubStore) Ready() error                         { return nil }
+func (s *stubStore) Remove(context.Context, string) error    { return errStub }
+func (s *stubStore) Snapshot(context.Context) error          { return errStub }
+func (s *stubStore) Ready() error                            { return nil }
+func (s *stubStore) Backup(context.Context, io.Writer) error { return errStub }
+func (s *stubStore) Restore(context.Context, []byte, int64) error {
+	return errStub
+}
 
 var _ httpapi.Store = (*stubStore)(nil)

@@ -26,8 +26,10 @@ func (s *Service) storeError(c echo.Context, err error) error {
 		return problem(http.StatusConflict, api.ProblemExhausted, "sequence exhausted", err.Error())
 	case errors.Is(err, fsm.ErrSequenceConflict):
 		return problem(http.StatusConflict, api.ProblemConflict, "sequence exists with different settings", err.Error())
-	case errors.Is(err, fsm.ErrInvalidCommand):
+	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrBackupInvalid):
 		return badRequest(err.Error())
+	case errors.Is(err, fsm.ErrClusterNotEmpty):
+		return problem(http.StatusConflict, api.ProblemConflict, "cluster not empty", err.Error())
 	case errors.Is(err, cluster.ErrMemberConflict):
 		return problem(http.StatusConflict, api.ProblemConflict, "member conflict", err.Error())
 	case errors.Is(err, cluster.ErrMemberNotFound):
@@ -74,7 +76,9 @@ func writeProblem(w http.ResponseWriter, status int, p api.Problem) {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(p)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // details quote things like "Bearer <token>"
+	_ = enc.Encode(p)
 }
 
 // handleEchoError turns Echo's own errors (no route, wrong method) into

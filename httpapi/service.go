@@ -21,9 +21,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/metrics"
 )
 
 // Store is what the API needs of a node.
@@ -48,6 +51,11 @@ type Store interface {
 	Remove(ctx context.Context, id string) error
 	// Snapshot makes this node take a Raft snapshot now.
 	Snapshot(ctx context.Context) error
+	// Backup writes a consistent copy of the replicated state.
+	Backup(ctx context.Context, w io.Writer) error
+	// Restore seeds a new cluster from a backup, lifting every high-water
+	// mark by advance.
+	Restore(ctx context.Context, backup []byte, advance int64) error
 	// Ready returns nil when the node knows a leader and has caught up.
 	Ready() error
 }
@@ -68,6 +76,19 @@ type Config struct {
 	// Pprof serves Go's profiler under /debug/pprof/ (off by default: it
 	// exposes internals and costs CPU when used).
 	Pprof bool
+	// Tokens, if set, turns authentication on; nil means every request is
+	// allowed (dev mode).
+	Tokens *auth.Tokens
+	// MetricsPublic serves /metrics without a token even when auth is on.
+	MetricsPublic bool
+	// Metrics, if set, is served at /metrics and receives request metrics.
+	Metrics *metrics.Metrics
+	// MaxInflight bounds requests in progress under /v1 (429 beyond);
+	// 0 means 4096.
+	MaxInflight int
+	// ForwardScheme is "http" or "https", the scheme of the other nodes'
+	// APIs; "" means http.
+	ForwardScheme string
 }
 
 // Service is the HTTP API of one node.
@@ -76,6 +97,10 @@ type Service struct {
 	log     *slog.Logger
 	timeout time.Duration
 	echo    *echo.Echo
+
+	tokens  *auth.Tokens
+	metrics *metrics.Metrics
+	scheme  string
 
 	transport http.RoundTripper
 	proxyMu   sync.Mutex
@@ -94,6 +119,16 @@ func New(cfg Config) *Service {
 		transport: cfg.ForwardTransport,
 		proxies:   map[string]*httputil.ReverseProxy{},
 		draining:  make(chan struct{}),
+		tokens:    cfg.Tokens,
+		metrics:   cfg.Metrics,
+		scheme:    cfg.ForwardScheme,
+	}
+	if s.scheme == "" {
+		s.scheme = "http"
+	}
+	maxInflight := cfg.MaxInflight
+	if maxInflight <= 0 {
+		maxInflight = 4096
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -112,30 +147,43 @@ func New(cfg Config) *Service {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleEchoError
 
+	e.Use(s.observe)
+	admin, reserve := s.require(auth.ScopeAdmin), s.require(auth.ScopeReserve)
 	if cfg.Pprof {
-		e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
-		e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
-		e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
-		e.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
-		e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+		for _, p := range []struct {
+			path string
+			h    http.HandlerFunc
+		}{{"/debug/pprof/*", pprof.Index}, {"/debug/pprof/cmdline", pprof.Cmdline}, {"/debug/pprof/profile", pprof.Profile}, {"/debug/pprof/symbol", pprof.Symbol}, {"/debug/pprof/trace", pprof.Trace}} {
+			e.GET(p.path, echo.WrapHandler(p.h), admin)
+		}
 	}
 	e.GET("/livez", s.livez)
 	e.GET("/readyz", s.readyz)
+	if cfg.Metrics != nil {
+		h := echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+		if cfg.MetricsPublic {
+			e.GET("/metrics", h)
+		} else {
+			e.GET("/metrics", h, reserve)
+		}
+	}
 
-	v1 := e.Group("/v1")
-	v1.GET("/cluster", s.clusterStatus)
-	v1.POST("/cluster/snapshot", s.snapshot)
-
-	// leaderOnly is attached per route: as group middleware Echo would
+	// Middleware is attached per route: as group middleware Echo would
 	// register catch-all routes that turn every 405 under /v1 into a 404.
-	lead := s.leaderOnly
-	v1.PUT("/sequences/:name", s.createSequence, lead)
-	v1.GET("/sequences", s.listSequences, lead)
-	v1.GET("/sequences/:name", s.getSequence, lead)
-	v1.POST("/sequences/:name/ranges", s.reserve, lead)
-	v1.POST("/cluster/members", s.join, lead)
-	v1.PUT("/cluster/members/:id", s.updateMember, lead)
-	v1.DELETE("/cluster/members/:id", s.remove, lead)
+	// Order: shed load, authenticate, then forward or serve.
+	limit, lead := s.limitInflight(maxInflight), s.leaderOnly
+	v1 := e.Group("/v1")
+	v1.GET("/cluster", s.clusterStatus, limit, reserve)
+	v1.POST("/cluster/snapshot", s.snapshot, limit, admin)
+	v1.PUT("/sequences/:name", s.createSequence, limit, admin, lead)
+	v1.GET("/sequences", s.listSequences, limit, reserve, lead)
+	v1.GET("/sequences/:name", s.getSequence, limit, reserve, lead)
+	v1.POST("/sequences/:name/ranges", s.reserve, limit, reserve, lead)
+	v1.POST("/cluster/members", s.join, limit, admin, lead)
+	v1.PUT("/cluster/members/:id", s.updateMember, limit, admin, lead)
+	v1.DELETE("/cluster/members/:id", s.remove, limit, admin, lead)
+	v1.GET("/backup", s.backup, limit, admin, lead)
+	v1.POST("/restore", s.restore, limit, admin, lead)
 	s.echo = e
 	return s
 }
@@ -182,6 +230,9 @@ func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return unavailable("the leader's API address is not known yet", id)
 		}
+		if s.metrics != nil {
+			s.metrics.ForwardedRequests.Inc()
+		}
 		s.proxy(addr).ServeHTTP(c.Response(), c.Request())
 		return nil
 	}
@@ -193,7 +244,7 @@ func (s *Service) proxy(addr string) *httputil.ReverseProxy {
 	if p, ok := s.proxies[addr]; ok {
 		return p
 	}
-	target := &url.URL{Scheme: "http", Host: addr}
+	target := &url.URL{Scheme: s.scheme, Host: addr}
 	self := s.store.ID()
 	p := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -236,11 +287,75 @@ func (s *Service) reserve(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
+	start := time.Now()
 	first, last, err := s.store.Reserve(ctx, name, *req.Count)
 	if err != nil {
+		perr := s.storeError(c, err)
+		s.metrics.ObserveReservation(name, outcome(perr), 0, time.Since(start))
+		return perr
+	}
+	s.metrics.ObserveReservation(name, "ok", *req.Count, time.Since(start))
+	return c.JSON(http.StatusOK, api.Range{Sequence: name, First: first, Last: last})
+}
+
+// outcome names the result of a reservation for metrics.
+func outcome(err error) string {
+	var pe *problemError
+	if !errors.As(err, &pe) {
+		return "error"
+	}
+	switch pe.p.Type {
+	case api.ProblemNotFound:
+		return "not_found"
+	case api.ProblemExhausted:
+		return "exhausted"
+	case api.ProblemUnavailable:
+		return "unavailable"
+	case api.ProblemBadRequest:
+		return "bad_request"
+	}
+	return "error"
+}
+
+func (s *Service) backup(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	// Buffered so that a failure can still be reported as a problem
+	// rather than as a truncated 200. Backups are small: one record per
+	// sequence.
+	var buf bytes.Buffer
+	if err := s.store.Backup(ctx, &buf); err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, api.Range{Sequence: name, First: first, Last: last})
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="ticketd.backup"`)
+	return c.Blob(http.StatusOK, "application/octet-stream", buf.Bytes())
+}
+
+func (s *Service) restore(c echo.Context) error {
+	adv := c.QueryParam("advance")
+	if adv == "" {
+		return badRequest(`query parameter "advance" is required: how far to lift every high-water mark above the backup's (see README, backup and restore)`)
+	}
+	advance, err := strconv.ParseInt(adv, 10, 64)
+	if err != nil || advance < 1 {
+		return badRequest(fmt.Sprintf(`query parameter "advance" must be a positive integer, got %q`, adv))
+	}
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, api.MaxBackupBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return problem(http.StatusRequestEntityTooLarge, api.ProblemTooLarge, "backup too large",
+				fmt.Sprintf("a backup may be at most %d bytes", api.MaxBackupBytes))
+		}
+		return badRequest("could not read the backup: " + err.Error())
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Restore(ctx, data, advance); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Service) createSequence(c echo.Context) error {

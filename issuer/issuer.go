@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/metrics"
 )
 
 // Proposer is what the issuer needs of the cluster.
@@ -64,6 +65,9 @@ type Config struct {
 	MinSpanBlock int64
 	// ProposeTimeout bounds one block proposal.
 	ProposeTimeout time.Duration
+
+	// Metrics, if set, receives block and wait metrics.
+	Metrics *metrics.Metrics
 
 	// Unsafe plants bugs for the fault-injection suite to find. Only a
 	// binary built with the ticketd_faults tag can set it.
@@ -290,9 +294,14 @@ func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
 		}
 		p := s.pending
 		s.mu.Unlock()
+		if p == nil { // only with Faults.ServeUncommitted
+			continue
+		}
 
+		waitStart := time.Now()
 		select {
 		case <-p.done:
+			s.is.cfg.Metrics.ObserveBlockWait(time.Since(waitStart))
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
@@ -386,6 +395,7 @@ func (s *sequence) runProposal(p *proposal, size int64) {
 		// changed under us. Never serve it.
 		err = fmt.Errorf("%w: block granted in term %d, serving term %d", ErrStaleLeadership, b.Term, s.term)
 	case err == nil:
+		s.is.cfg.Metrics.ObserveBlock(s.name, b.Len())
 		if s.avail > 0 && s.next+s.avail == b.First {
 			s.avail += b.Len()
 		} else {

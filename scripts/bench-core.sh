@@ -94,7 +94,7 @@ start_node() {
 	local id=$1 i=${1#n}
 	mkdir -p "$D/$id"
 	echo "=== start $(date +%H:%M:%S.%N)" >>"$OUT/logs/$id.log"
-	"$BIN/ticketd" serve --id "$id" --data-dir "$D/$id" \
+	"$BIN/ticketd" serve --dev --id "$id" --data-dir "$D/$id" \
 		--http-addr "127.0.0.1:$((18080 + i))" --raft-addr "127.0.0.1:$((18090 + i))" \
 		--initial-cluster "$INITIAL_CLUSTER" >>"$OUT/logs/$id.log" 2>&1 &
 	NODE_PID[$id]=$!

@@ -25,6 +25,18 @@ echo "building ticketd..."
 (cd "$root" && CGO_ENABLED=0 go build -o "$local_dir/bin/ticketd" ./cmd/ticketd)
 bin=$local_dir/bin/ticketd
 
+# Authentication is on, as in production: an admin and a reserve token,
+# readable by the owner only.
+newtoken() { od -An -tx1 -N24 /dev/urandom | tr -d ' \n'; }
+if [[ ! -s "$local_dir/tokens" ]]; then
+  umask 077
+  admin=$(newtoken); reserve=$(newtoken)
+  printf 'admin %s\nreserve %s\n' "$admin" "$reserve" > "$local_dir/tokens"
+  printf '%s\n' "$admin" > "$local_dir/admin.token"
+  printf '%s\n' "$reserve" > "$local_dir/reserve.token"
+  umask 022
+fi
+
 initial=""
 for i in $(seq 1 "$nodes"); do
   initial+="${initial:+,}n$i=127.0.0.1:$((raft_base + i))"
@@ -33,7 +45,7 @@ done
 : > "$local_dir/pids"
 addrs=""
 for i in $(seq 1 "$nodes"); do
-  "$bin" serve --id "n$i" --data-dir "$local_dir/data/n$i" \
+  "$bin" serve --id "n$i" --data-dir "$local_dir/data/n$i" --tokens-file "$local_dir/tokens" \
     --http-addr "127.0.0.1:$((http_base + i))" --raft-addr "127.0.0.1:$((raft_base + i))" \
     --initial-cluster "$initial" >"$local_dir/logs/n$i.log" 2>&1 &
   echo $! >> "$local_dir/pids"
@@ -59,6 +71,8 @@ if [[ $ready != "$nodes" ]]; then
 fi
 
 export TICKETD_ADDR=$addrs
+TICKETD_TOKEN=$(cat "$local_dir/admin.token")
+export TICKETD_TOKEN
 echo "== ticketd status"
 "$bin" status
 echo "== ticketd create demo"
@@ -68,10 +82,12 @@ echo "== ticketd reserve demo 1000"
 
 cat <<TXT
 
-A $nodes-node ticketd cluster is running (logs in $local_dir/logs). Try:
-  export TICKETD_ADDR=$addrs
+A $nodes-node ticketd cluster is running (logs in $local_dir/logs). Tokens are in
+$local_dir/tokens (admin.token can do everything, reserve.token only reserve and read). Try:
+  export TICKETD_ADDR=$addrs TICKETD_TOKEN=\$(cat $local_dir/reserve.token)
   $bin reserve demo 10
-  curl -s -XPOST localhost:$((http_base + 2))/v1/sequences/demo/ranges -d '{"count":5}'   # via a follower
+  curl -s -H "Authorization: Bearer \$TICKETD_TOKEN" -XPOST localhost:$((http_base + 2))/v1/sequences/demo/ranges -d '{"count":5}'   # via a follower
+  curl -s localhost:$((http_base + 1))/metrics -H "Authorization: Bearer \$TICKETD_TOKEN" | grep ^ticketd_reservations
   $bin sequences demo
   $bin status
 Stop it with: scripts/cluster-down.sh   (add --purge to delete its data)

@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 image=${IMAGE:-ticketd:dev}
 cd "$root"
-rm -rf build/docker
+rm -rf build/docker/rootfs build/docker/ticketd
 mkdir -p build/docker/rootfs/data build/docker/rootfs/tmp
 CGO_ENABLED=0 go build -trimpath ${TAGS:+-tags "$TAGS"} \
   -ldflags "-s -w -X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" \

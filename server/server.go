@@ -6,6 +6,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +19,12 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/httpapi"
 	"github.com/ticketd/ticketd/issuer"
+	"github.com/ticketd/ticketd/metrics"
 )
 
 // Config configures a node.
@@ -41,8 +44,25 @@ type Config struct {
 	Join []string
 
 	RequestTimeout time.Duration
-	// Pprof serves Go's profiler under /debug/pprof/.
+	// Pprof serves Go's profiler under /debug/pprof/ (admin scope).
 	Pprof bool
+
+	// Tokens turns authentication on; nil is dev mode (no auth).
+	Tokens *auth.Tokens
+	// MetricsPublic serves /metrics without a token.
+	MetricsPublic bool
+	// Metrics receives the node's metrics and is served at /metrics; nil
+	// means a new set.
+	Metrics *metrics.Metrics
+	// MaxInflight bounds requests in progress (429 beyond).
+	MaxInflight int
+
+	// APITLS, if set, serves the API over HTTPS with it. PeerTLS is the
+	// client side used to call other nodes' APIs (forwarding, join,
+	// metadata): it must trust their certificates and, if they require
+	// client certificates, present one.
+	APITLS  *tls.Config
+	PeerTLS *tls.Config
 	// MetadataInterval is how often a node checks that the replicated
 	// metadata knows its API address.
 	MetadataInterval time.Duration
@@ -70,6 +90,7 @@ type Server struct {
 	http   *http.Server
 	ln     net.Listener
 	client *http.Client
+	scheme string // of every node's API: http or https
 
 	stop     chan struct{}
 	stopCtx  context.Context // cancelled when stop closes, for outgoing calls
@@ -109,14 +130,32 @@ func Start(cfg Config) (*Server, error) {
 		ln:       ln,
 		stop:     make(chan struct{}),
 		serveErr: make(chan error, 1),
-		client:   &http.Client{Timeout: 5 * time.Second},
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New("dev")
+	}
+	s.scheme = "http"
+	if cfg.APITLS != nil {
+		s.scheme = "https"
+		ln = tls.NewListener(ln, cfg.APITLS)
+		s.ln = ln
+	}
+	peerTransport := &http.Transport{
+		TLSClientConfig:     cfg.PeerTLS,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	s.client = &http.Client{Timeout: 5 * time.Second, Transport: peerTransport}
 	cc := cfg.Cluster
 	cc.HTTPAdvertise = advertise
 	cc.Logger = log
+	cc.Metrics = cfg.Metrics
+	cfg.Issuer.Metrics = cfg.Metrics
 	// The issuer reaches the cluster through s, which holds the node once
 	// Open returns; nothing is proposed before the first Acquire.
 	s.issuer = issuer.New(proposer{s}, cfg.Issuer)
+	s.cfg = cfg
 	node, err := cluster.Open(cc, fsm.New(), leadershipListener{s.issuer})
 	if err != nil {
 		cancel()
@@ -124,7 +163,18 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	s.api = httpapi.New(httpapi.Config{Store: store{s}, Logger: log, RequestTimeout: cfg.RequestTimeout, Pprof: cfg.Pprof})
+	s.api = httpapi.New(httpapi.Config{
+		Store:            store{s},
+		Logger:           log,
+		RequestTimeout:   cfg.RequestTimeout,
+		Pprof:            cfg.Pprof,
+		Tokens:           cfg.Tokens,
+		MetricsPublic:    cfg.MetricsPublic,
+		Metrics:          cfg.Metrics,
+		MaxInflight:      cfg.MaxInflight,
+		ForwardScheme:    s.scheme,
+		ForwardTransport: peerTransport,
+	})
 	s.http = &http.Server{
 		Handler:           s.api.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -234,7 +284,7 @@ func (s *Server) membershipLoop(httpAdvertise string) {
 		if !ok || lid == req.ID {
 			continue // no leader yet, or we lead and record our own
 		}
-		if err := s.send(http.MethodPut, "http://"+addr+"/v1/cluster/members/"+req.ID, req); err != nil {
+		if err := s.send(http.MethodPut, s.scheme+"://"+addr+"/v1/cluster/members/"+req.ID, req); err != nil {
 			s.log.Warn("could not register metadata with the leader", "leader", lid, "err", err)
 			wait = 200 * time.Millisecond
 		}
@@ -265,6 +315,9 @@ func (s *Server) send(method, url string, body any) error {
 		return err
 	}
 	r.Header.Set("Content-Type", "application/json")
+	if s.cfg.Tokens != nil {
+		r.Header.Set("Authorization", "Bearer "+s.cfg.Tokens.AdminToken())
+	}
 	resp, err := s.client.Do(r)
 	if err != nil {
 		return err
@@ -376,6 +429,39 @@ func (st store) UpdateMember(ctx context.Context, r api.JoinRequest) error {
 func (st store) Remove(ctx context.Context, id string) error { return st.s.node.Remove(ctx, id) }
 
 func (st store) Snapshot(ctx context.Context) error { return st.s.node.Snapshot(ctx) }
+
+func (st store) Backup(ctx context.Context, w io.Writer) error {
+	if err := st.verifyRead(ctx); err != nil {
+		return err
+	}
+	return st.s.node.FSM().Backup(w)
+}
+
+// Restore seeds this (new) cluster from a backup. It refuses a cluster that
+// already has sequences: merging would need a rule for every conflict, and
+// the safe use is a fresh cluster.
+func (st store) Restore(ctx context.Context, backup []byte, advance int64) error {
+	if err := st.verifyRead(ctx); err != nil {
+		return err
+	}
+	f := st.s.node.FSM()
+	if n := len(f.Sequences()); n > 0 {
+		return fmt.Errorf("%w: this cluster has %d sequences; restore seeds a new, empty cluster", fsm.ErrClusterNotEmpty, n)
+	}
+	snap, rep, err := fsm.PrepareRestore(backup, advance, f.Members())
+	if err != nil {
+		return err
+	}
+	if err := st.s.node.Restore(ctx, snap); err != nil {
+		return err
+	}
+	// The state was replaced under the issuer: start its term afresh.
+	if term, ok := st.s.issuer.Serving(); ok {
+		st.s.issuer.Acquire(term)
+	}
+	st.s.log.Info("restored from backup", "sequences", rep.Sequences, "advance", advance, "exhausted", rep.Exhausted)
+	return nil
+}
 
 func (st store) Ready() error {
 	n := st.s.node

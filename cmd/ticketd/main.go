@@ -7,6 +7,8 @@
 //	ticketd status
 //	ticketd join    --id n4 --raft-addr ... --http-addr ...
 //	ticketd remove  ID
+//	ticketd backup  --out FILE
+//	ticketd restore --in FILE --advance N
 //	ticketd version
 //
 // Every flag can also be set as TICKETD_<FLAG> in the environment (for
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -32,6 +35,7 @@ import (
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/metrics"
 	"github.com/ticketd/ticketd/server"
 )
 
@@ -48,9 +52,12 @@ usage:
   ticketd status                                 show the cluster as a node sees it
   ticketd join      --id ID --raft-addr A --http-addr H   add a node
   ticketd remove    ID                           remove a node
+  ticketd backup    --out FILE                   write a consistent backup of every sequence
+  ticketd restore   --in FILE --advance N        seed a new, empty cluster from a backup
   ticketd version
 
-Client commands take --addr URL[,URL...] (env TICKETD_ADDR, default http://127.0.0.1:8080).
+Client commands take --addr URL[,URL...] (env TICKETD_ADDR, default http://127.0.0.1:8080),
+--token-file FILE (default: env TICKETD_TOKEN) and --ca/--cert/--key for HTTPS.
 `
 
 func main() {
@@ -78,6 +85,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = joinCmd(args[1:], stdout, stderr)
 	case "remove":
 		err = removeCmd(args[1:], stdout, stderr)
+	case "backup":
+		err = backupCmd(args[1:], stdout, stderr)
+	case "restore":
+		err = restoreCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -188,6 +199,7 @@ func serve(args []string, stderr io.Writer) error {
 	snapThreshold := fs.Uint64("snapshot-threshold", def.Cluster.SnapshotThreshold, "log entries since the last snapshot that trigger a new one")
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
+	sec := addSecurityFlags(fs)
 	unsafeFaults := registerFaultFlag(fs)
 	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on the HTTP address")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
@@ -227,6 +239,7 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.HTTPAdvertise = *httpAdv
 	cfg.Logger = log
 	cfg.Pprof = *pprofOn
+	cfg.Metrics = metrics.New(version)
 	if err := applyFaults(*unsafeFaults, &cfg); err != nil {
 		return usageError{err.Error()}
 	}
@@ -241,6 +254,9 @@ func serve(args []string, stderr io.Writer) error {
 	vc.HTTPAdvertise = "validated-later:1"
 	if err := vc.Validate(); err != nil {
 		return usageError{err.Error()}
+	}
+	if err := sec.apply(&cfg); err != nil {
+		return err
 	}
 	if !*bootstrap && len(peers) == 0 && len(cfg.Join) == 0 {
 		log.Info("no --bootstrap, --initial-cluster or --join: resuming from the data dir, or waiting to be added by `ticketd join`")
@@ -267,25 +283,59 @@ func serve(args []string, stderr io.Writer) error {
 	return nil
 }
 
-// clientFlags adds the flags every client command shares.
-func clientFlags(fs *flag.FlagSet) (addr *string, timeout *time.Duration) {
-	addr = fs.String("addr", "http://127.0.0.1:8080", "API URL(s) of cluster nodes, comma-separated")
-	timeout = fs.Duration("timeout", 10*time.Second, "how long the command may take")
-	return
+// clientOpts are the flags every client command shares.
+type clientOpts struct {
+	addr, tokenFile, ca, cert, key *string
+	timeout                        *time.Duration
 }
 
-func newClient(addr string, timeout time.Duration) (*client.Client, context.Context, context.CancelFunc, error) {
+func clientFlags(fs *flag.FlagSet) *clientOpts {
+	return &clientOpts{
+		addr:      fs.String("addr", "http://127.0.0.1:8080", "API URL(s) of cluster nodes, comma-separated"),
+		timeout:   fs.Duration("timeout", 10*time.Second, "how long the command may take"),
+		tokenFile: fs.String("token-file", "", "file holding the bearer token (default: $TICKETD_TOKEN)"),
+		ca:        fs.String("ca", "", "CA (PEM) to verify the nodes' HTTPS certificates"),
+		cert:      fs.String("cert", "", "client certificate (PEM), for nodes that require one"),
+		key:       fs.String("key", "", "private key (PEM) for --cert"),
+	}
+}
+
+func (o *clientOpts) endpoints() []string {
 	var eps []string
-	for _, e := range strings.Split(addr, ",") {
+	for _, e := range strings.Split(*o.addr, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			eps = append(eps, e)
 		}
 	}
-	c, err := client.New(eps)
+	return eps
+}
+
+func (o *clientOpts) httpClient() (*http.Client, string, error) {
+	tlsCfg, err := clientTLS(*o.ca, *o.cert, *o.key)
+	if err != nil {
+		return nil, "", err
+	}
+	token, err := clientToken(*o.tokenFile)
+	if err != nil {
+		return nil, "", err
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}, token, nil
+}
+
+func newClient(o *clientOpts) (*client.Client, context.Context, context.CancelFunc, error) {
+	hc, token, err := o.httpClient()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := []client.Option{client.WithHTTPClient(hc)}
+	if token != "" {
+		opts = append(opts, client.WithBearerToken(token))
+	}
+	c, err := client.New(o.endpoints(), opts...)
 	if err != nil {
 		return nil, nil, nil, usageError{err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), *o.timeout)
 	return c, ctx, cancel, nil
 }
 
@@ -314,7 +364,7 @@ func flagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 func createCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("create", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr, timeout := clientFlags(fs)
+	co := clientFlags(fs)
 	start := fs.Int64("start", api.DefaultStart, "first ID of the sequence")
 	maxID := fs.Int64("max", api.DefaultMax, "largest ID of the sequence")
 	pos, err := flagsAnywhere(fs, args)
@@ -324,7 +374,7 @@ func createCmd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageError{"usage: ticketd create SEQ [--start S] [--max M]"}
 	}
-	c, ctx, cancel, err := newClient(*addr, *timeout)
+	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
@@ -342,7 +392,7 @@ func createCmd(args []string, stdout, stderr io.Writer) error {
 func reserveCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("reserve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr, timeout := clientFlags(fs)
+	co := clientFlags(fs)
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
@@ -354,7 +404,7 @@ func reserveCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Sprintf("N must be an integer, got %q", pos[1])}
 	}
-	c, ctx, cancel, err := newClient(*addr, *timeout)
+	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
@@ -369,7 +419,7 @@ func reserveCmd(args []string, stdout, stderr io.Writer) error {
 func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sequences", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr, timeout := clientFlags(fs)
+	co := clientFlags(fs)
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
@@ -377,7 +427,7 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 1 {
 		return usageError{"usage: ticketd sequences [SEQ]"}
 	}
-	c, ctx, cancel, err := newClient(*addr, *timeout)
+	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
@@ -399,11 +449,11 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 func statusCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr, timeout := clientFlags(fs)
+	co := clientFlags(fs)
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
 	}
-	c, ctx, cancel, err := newClient(*addr, *timeout)
+	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
@@ -418,7 +468,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 func joinCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("join", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr, timeout := clientFlags(fs)
+	co := clientFlags(fs)
 	id := fs.String("id", "", "ID of the node to add")
 	raftAddr := fs.String("raft-addr", "", "Raft address of the node to add")
 	httpAddr := fs.String("http-addr", "", "API host:port of the node to add")
@@ -428,7 +478,7 @@ func joinCmd(args []string, stdout, stderr io.Writer) error {
 	if *id == "" || *raftAddr == "" || *httpAddr == "" {
 		return usageError{"usage: ticketd join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--addr URL]"}
 	}
-	c, ctx, cancel, err := newClient(*addr, *timeout)
+	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
@@ -443,7 +493,7 @@ func joinCmd(args []string, stdout, stderr io.Writer) error {
 func removeCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("remove", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr, timeout := clientFlags(fs)
+	co := clientFlags(fs)
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
@@ -451,7 +501,7 @@ func removeCmd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageError{"usage: ticketd remove ID [--addr URL]"}
 	}
-	c, ctx, cancel, err := newClient(*addr, *timeout)
+	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}

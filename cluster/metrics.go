@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/metrics"
+)
+
+// raftCollector reports Raft's state at scrape time, so the gauges are never
+// stale and cost nothing between scrapes.
+type raftCollector struct {
+	n *Node
+
+	hasLeader, isLeader, serving, term, commitIndex, appliedIndex, lastIndex *prometheus.Desc
+	lastContact, lastSnapshotIndex, voters                                   *prometheus.Desc
+}
+
+func newRaftCollector(n *Node) *raftCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("ticketd_raft_"+name, help, nil, nil)
+	}
+	return &raftCollector{
+		n:                 n,
+		hasLeader:         d("has_leader", "1 if this node knows a leader."),
+		isLeader:          d("is_leader", "1 if this node is the Raft leader."),
+		serving:           d("serving", "1 if this node serves as leader (after its Barrier)."),
+		term:              d("term", "Current Raft term."),
+		commitIndex:       d("commit_index", "Highest log index known to be committed."),
+		appliedIndex:      d("applied_index", "Highest log index applied to the state machine."),
+		lastIndex:         d("last_log_index", "Highest index in this node's log."),
+		lastContact:       d("last_contact_seconds", "Seconds since a follower last heard from the leader (0 on the leader)."),
+		lastSnapshotIndex: d("last_snapshot_index", "Log index of the latest snapshot."),
+		voters:            d("voters", "Voters in the latest configuration."),
+	}
+}
+
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters} {
+		ch <- d
+	}
+}
+
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.n.raft
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	b := func(ok bool) float64 {
+		if ok {
+			return 1
+		}
+		return 0
+	}
+	_, serving := c.n.Leadership()
+	gauge(c.hasLeader, b(c.n.LeaderID() != ""))
+	gauge(c.isLeader, b(r.State() == raft.Leader))
+	gauge(c.serving, b(serving))
+	gauge(c.term, float64(r.CurrentTerm()))
+	gauge(c.commitIndex, float64(r.CommitIndex()))
+	gauge(c.appliedIndex, float64(r.AppliedIndex()))
+	gauge(c.lastIndex, float64(r.LastIndex()))
+	contact := 0.0
+	if r.State() != raft.Leader {
+		if t := r.LastContact(); !t.IsZero() {
+			contact = time.Since(t).Seconds()
+		}
+	}
+	gauge(c.lastContact, contact)
+	stats := r.Stats()
+	if v, err := strconv.ParseUint(stats["last_snapshot_index"], 10, 64); err == nil {
+		gauge(c.lastSnapshotIndex, float64(v))
+	}
+	gauge(c.voters, float64(c.n.voterCount()))
+}
+
+// instrumentedFSM times snapshots and counts restores; the FSM itself stays
+// free of metrics.
+type instrumentedFSM struct {
+	*fsm.FSM
+	m *metrics.Metrics
+}
+
+func (f instrumentedFSM) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := f.FSM.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return timedSnapshot{s, f.m}, nil
+}
+
+func (f instrumentedFSM) Restore(rc io.ReadCloser) error {
+	err := f.FSM.Restore(rc)
+	if err == nil {
+		f.m.SnapshotRestored()
+	}
+	return err
+}
+
+type timedSnapshot struct {
+	raft.FSMSnapshot
+	m *metrics.Metrics
+}
+
+func (s timedSnapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
+	err := s.FSMSnapshot.Persist(sink)
+	s.m.ObserveSnapshot(time.Since(start), err)
+	return err
+}

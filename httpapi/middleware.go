@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
+)
+
+// RequestIDHeader carries a request's id; a forwarded request keeps the id
+// it arrived with, so the follower's and the leader's log lines match.
+const RequestIDHeader = "X-Request-Id"
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// observe gives every request an id, counts it by route and status, and logs
+// it. Successful requests are logged at debug level: at tens of thousands of
+// requests per second an info line each would cost more than the request.
+func (s *Service) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		id := req.Header.Get(RequestIDHeader)
+		if id == "" || len(id) > 64 {
+			id = newRequestID()
+			req.Header.Set(RequestIDHeader, id)
+		}
+		c.Response().Header().Set(RequestIDHeader, id)
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		if s.metrics != nil {
+			s.metrics.HTTPRequests.WithLabelValues(route, req.Method, strconv.Itoa(status)).Inc()
+		}
+		level := slog.LevelDebug
+		if status >= 500 && status != http.StatusServiceUnavailable {
+			level = slog.LevelWarn
+		}
+		if s.log.Enabled(req.Context(), level) {
+			s.log.Log(req.Context(), level, "request",
+				"request_id", id, "method", req.Method, "path", req.URL.Path, "status", status,
+				"duration", time.Since(start), "remote", req.RemoteAddr,
+				"forwarded_by", req.Header.Get(ForwardedHeader))
+		}
+		return nil
+	}
+}
+
+// limitInflight answers 429 when more than max requests are in progress, so
+// an overload sheds work instead of queueing it until every request times
+// out.
+func (s *Service) limitInflight(max int) echo.MiddlewareFunc {
+	sem := make(chan struct{}, max)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+				return next(c)
+			default:
+				if s.metrics != nil {
+					s.metrics.InflightRejected.Inc()
+				}
+				c.Response().Header().Set("Retry-After", "1")
+				return problem(http.StatusTooManyRequests, api.ProblemTooManyRequests, "too many requests",
+					"more than "+strconv.Itoa(max)+" requests are in progress on this node; retry later")
+			}
+		}
+	}
+}
+
+// require returns middleware that lets a request through only with a bearer
+// token granting scope. With no tokens configured (dev mode) it lets
+// everything through.
+func (s *Service) require(scope auth.Scope) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if s.tokens == nil {
+			return next
+		}
+		return func(c echo.Context) error {
+			token, ok := bearerToken(c.Request())
+			if !ok {
+				return s.unauthorized(c, "missing bearer token: send \"Authorization: Bearer <token>\"")
+			}
+			found, allowed := s.tokens.Check(token, scope)
+			switch {
+			case !found:
+				return s.unauthorized(c, "the bearer token is not valid")
+			case !allowed:
+				if s.metrics != nil {
+					s.metrics.AuthFailures.WithLabelValues("403").Inc()
+				}
+				return problem(http.StatusForbidden, api.ProblemForbidden, "forbidden",
+					"the token lacks the \""+string(scope)+"\" scope this request needs")
+			}
+			return next(c)
+		}
+	}
+}
+
+func (s *Service) unauthorized(c echo.Context, detail string) error {
+	if s.metrics != nil {
+		s.metrics.AuthFailures.WithLabelValues("401").Inc()
+	}
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="ticketd"`)
+	return problem(http.StatusUnauthorized, api.ProblemUnauthorized, "unauthorized", detail)
+}
+
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(prefix):]), true
+}

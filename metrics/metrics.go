@@ -1,0 +1,238 @@
+// Package metrics defines ticketd's Prometheus metrics. Names follow
+// Prometheus conventions: the ticketd_ prefix, base units (seconds), _total
+// for counters. Sequence names are user data, so the sequence label is
+// bounded: the first MaxSequenceLabels names get their own series, every
+// later one is counted under "_other".
+package metrics
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// MaxSequenceLabels bounds the number of distinct sequence label values.
+const MaxSequenceLabels = 256
+
+// OtherSequence is the label value for sequences past the bound.
+const OtherSequence = "_other"
+
+// Metrics holds every collector. A nil *Metrics is valid and records
+// nothing, so components can be built without metrics in tests.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Reservations       *prometheus.CounterVec
+	IDsIssued          *prometheus.CounterVec
+	ReservationSeconds *prometheus.HistogramVec
+	HTTPRequests       *prometheus.CounterVec
+
+	BlocksCommitted  *prometheus.CounterVec
+	BlockIDs         prometheus.Histogram
+	BlockWaitSeconds prometheus.Histogram
+	VerifySeconds    prometheus.Histogram
+	VerifyFailures   prometheus.Counter
+
+	ApplySeconds      prometheus.Histogram
+	LeaderChanges     prometheus.Counter
+	SnapshotsTotal    prometheus.Counter
+	SnapshotSeconds   prometheus.Histogram
+	SnapshotRestores  prometheus.Counter
+	InflightRejected  prometheus.Counter
+	AuthFailures      *prometheus.CounterVec
+	ForwardedRequests prometheus.Counter
+
+	mu     sync.Mutex
+	labels map[string]struct{}
+}
+
+// New creates the collectors and registers them, with Go and process
+// collectors and ticketd_build_info, on a new registry.
+func New(version string) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{Registry: reg, labels: map[string]struct{}{}}
+	latency := []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+	m.Reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_reservations_total",
+		Help: "Reservations answered by this node as leader, by sequence and outcome.",
+	}, []string{"sequence", "outcome"})
+	m.IDsIssued = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_ids_issued_total",
+		Help: "IDs handed out in successful reservations, by sequence.",
+	}, []string{"sequence"})
+	m.ReservationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ticketd_reservation_duration_seconds",
+		Help:    "Time to answer a reservation on the leader, by outcome.",
+		Buckets: latency,
+	}, []string{"outcome"})
+	m.HTTPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_http_requests_total",
+		Help: "HTTP requests by route, method and status code.",
+	}, []string{"route", "method", "code"})
+	m.BlocksCommitted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_blocks_committed_total",
+		Help: "Blocks of IDs committed to this node as leader, by sequence.",
+	}, []string{"sequence"})
+	m.BlockIDs = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_block_size_ids",
+		Help:    "Size of the blocks committed to this node as leader.",
+		Buckets: prometheus.ExponentialBuckets(64, 4, 12),
+	})
+	m.BlockWaitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_block_wait_seconds",
+		Help:    "Time reservations waited for a block to commit (only those that waited).",
+		Buckets: latency,
+	})
+	m.VerifySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_leadership_check_seconds",
+		Help:    "Duration of a quorum round confirming leadership.",
+		Buckets: latency,
+	})
+	m.VerifyFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_leadership_check_failures_total",
+		Help: "Quorum rounds that did not confirm leadership.",
+	})
+	m.ApplySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_raft_apply_duration_seconds",
+		Help:    "Time from proposing a command to its being committed and applied on this node.",
+		Buckets: latency,
+	})
+	m.LeaderChanges = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_raft_leadership_changes_total",
+		Help: "Times this node started or stopped serving as leader.",
+	})
+	m.SnapshotsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_raft_snapshots_total",
+		Help: "Snapshots of the state machine persisted by this node.",
+	})
+	m.SnapshotSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_raft_snapshot_duration_seconds",
+		Help:    "Time to persist a snapshot of the state machine.",
+		Buckets: latency,
+	})
+	m.SnapshotRestores = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_raft_snapshot_restores_total",
+		Help: "Snapshots restored into the state machine (at start, or installed from the leader).",
+	})
+	m.InflightRejected = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_http_inflight_rejected_total",
+		Help: "Requests refused with 429 because too many were in flight.",
+	})
+	m.AuthFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_http_auth_failures_total",
+		Help: "Requests refused by authentication (401) or authorization (403).",
+	}, []string{"code"})
+	m.ForwardedRequests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_http_forwarded_requests_total",
+		Help: "Requests this node forwarded to the leader.",
+	})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ticketd_build_info",
+		Help: "Build information; the value is always 1.",
+	}, []string{"version", "goversion"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	reg.MustRegister(
+		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
+		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.VerifySeconds, m.VerifyFailures,
+		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
+		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Register adds a collector (the cluster's Raft state collector) to the
+// registry.
+func (m *Metrics) Register(c prometheus.Collector) {
+	if m != nil {
+		m.Registry.MustRegister(c)
+	}
+}
+
+// SequenceLabel returns the label value for a sequence, keeping the number
+// of distinct values bounded.
+func (m *Metrics) SequenceLabel(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.labels[name]; ok {
+		return name
+	}
+	if len(m.labels) >= MaxSequenceLabels {
+		return OtherSequence
+	}
+	m.labels[name] = struct{}{}
+	return name
+}
+
+// ObserveReservation records one reservation answered by the leader.
+func (m *Metrics) ObserveReservation(sequence, outcome string, ids int64, d time.Duration) {
+	if m == nil {
+		return
+	}
+	label := m.SequenceLabel(sequence)
+	m.Reservations.WithLabelValues(label, outcome).Inc()
+	if outcome == "ok" {
+		m.IDsIssued.WithLabelValues(label).Add(float64(ids))
+	}
+	m.ReservationSeconds.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// ObserveBlock records a block committed to this node as leader.
+func (m *Metrics) ObserveBlock(sequence string, ids int64) {
+	if m == nil {
+		return
+	}
+	m.BlocksCommitted.WithLabelValues(m.SequenceLabel(sequence)).Inc()
+	m.BlockIDs.Observe(float64(ids))
+}
+
+// ObserveBlockWait records the time a reservation waited for a block.
+func (m *Metrics) ObserveBlockWait(d time.Duration) {
+	if m != nil {
+		m.BlockWaitSeconds.Observe(d.Seconds())
+	}
+}
+
+// ObserveVerify records one leadership check round.
+func (m *Metrics) ObserveVerify(d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	m.VerifySeconds.Observe(d.Seconds())
+	if err != nil {
+		m.VerifyFailures.Inc()
+	}
+}
+
+// ObserveApply records one proposal's commit-and-apply time.
+func (m *Metrics) ObserveApply(d time.Duration) {
+	if m != nil {
+		m.ApplySeconds.Observe(d.Seconds())
+	}
+}
+
+// LeadershipChanged counts a change of this node's serving state.
+func (m *Metrics) LeadershipChanged() {
+	if m != nil {
+		m.LeaderChanges.Inc()
+	}
+}
+
+// ObserveSnapshot records a persisted snapshot.
+func (m *Metrics) ObserveSnapshot(d time.Duration, err error) {
+	if m == nil || err != nil {
+		return
+	}
+	m.SnapshotsTotal.Inc()
+	m.SnapshotSeconds.Observe(d.Seconds())
+}
+
+// SnapshotRestored counts a restored snapshot.
+func (m *Metrics) SnapshotRestored() {
+	if m != nil {
+		m.SnapshotRestores.Inc()
+	}
+}
