@@ -29,6 +29,9 @@ var (
 	// ErrMemberConflict: a join names an id or address that another member
 	// already has.
 	ErrMemberConflict = errors.New("member conflict")
+	// ErrMemberUnreachable: the leader cannot reach a joining node's Raft
+	// port (wrong address, or no certificate from the cluster's CA).
+	ErrMemberUnreachable = errors.New("member unreachable")
 	// ErrMemberNotFound: no member has that id.
 	ErrMemberNotFound = errors.New("member not found")
 )

@@ -503,6 +503,12 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 		}
 	}
 	if !present {
+		// Refuse a voter this leader cannot reach on its Raft port (over
+		// mutual TLS when that is on): a wrong address or a host without
+		// the cluster's CA would only lower the cluster's fault tolerance.
+		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
+			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
+		}
 		f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
 		if err := n.wait(ctx, f); err != nil {
 			return err

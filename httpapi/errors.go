@@ -32,6 +32,8 @@ func (s *Service) storeError(c echo.Context, err error) error {
 		return problem(http.StatusConflict, api.ProblemConflict, "cluster not empty", err.Error())
 	case errors.Is(err, cluster.ErrMemberConflict):
 		return problem(http.StatusConflict, api.ProblemConflict, "member conflict", err.Error())
+	case errors.Is(err, cluster.ErrMemberUnreachable):
+		return badRequest(err.Error())
 	case errors.Is(err, cluster.ErrMemberNotFound):
 		return problem(http.StatusNotFound, api.ProblemMemberNotFound, "member not found", err.Error())
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrLeadershipLost),

@@ -476,5 +476,8 @@ func (st store) Ready() error {
 	if _, _, ok := n.LeaderHTTPAddr(); !ok {
 		return errors.New("the leader's API address is not known yet")
 	}
+	if m, ok := n.FSM().Member(n.ID()); !ok || m.HTTPAddr == "" {
+		return errors.New("this node's API address is not registered with the cluster yet")
+	}
 	return nil
 }

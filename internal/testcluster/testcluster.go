@@ -32,6 +32,7 @@ type Cluster struct {
 	t     testing.TB
 	Net   *FaultNet
 	tweak func(id string, cfg *server.Config)
+	opts  Options
 	mu    sync.Mutex
 	nodes map[string]*Node
 	peers []cluster.Peer
@@ -96,7 +97,32 @@ func listen(t testing.TB, addr string) net.Listener {
 // if not nil, adjusts each node's config (also on restart).
 func New(t testing.TB, n int, tweak func(id string, cfg *server.Config)) *Cluster {
 	t.Helper()
-	tc := &Cluster{t: t, nodes: map[string]*Node{}, Net: newFaultNet(), tweak: tweak}
+	return NewWithOptions(t, n, Options{Tweak: tweak})
+}
+
+// Options configure a test cluster beyond its size.
+type Options struct {
+	// Tweak adjusts each node's config (also on restart).
+	Tweak func(id string, cfg *server.Config)
+	// Token is sent by the cluster's own requests (readiness, creating
+	// sequences) when the nodes require authentication.
+	Token string
+	// Client, with Scheme "https", reaches nodes that serve HTTPS.
+	Client *http.Client
+	Scheme string
+}
+
+// NewWithOptions starts n nodes bootstrapped from one initial cluster.
+func NewWithOptions(t testing.TB, n int, o Options) *Cluster {
+	t.Helper()
+	tweak := o.Tweak
+	tc := &Cluster{t: t, nodes: map[string]*Node{}, Net: newFaultNet(), tweak: tweak, opts: o}
+	if tc.opts.Client == nil {
+		tc.opts.Client = http.DefaultClient
+	}
+	if tc.opts.Scheme == "" {
+		tc.opts.Scheme = "http"
+	}
 	raftLns := make([]net.Listener, n)
 	httpLns := make([]net.Listener, n)
 	for i := 0; i < n; i++ {
@@ -138,8 +164,14 @@ func (tc *Cluster) Shutdown() {
 	}
 }
 
-// addNode starts a new empty node that joins through the given URLs.
+// AddNode starts a new empty node that joins through the given URLs.
 func (tc *Cluster) AddNode(id string, join []string) *Node {
+	tc.t.Helper()
+	return tc.AddNodeWith(id, join, nil)
+}
+
+// AddNodeWith is AddNode with a config tweak for the new node.
+func (tc *Cluster) AddNodeWith(id string, join []string, tweak func(cfg *server.Config)) *Node {
 	tc.t.Helper()
 	raftLn := listen(tc.t, "127.0.0.1:0")
 	httpLn := listen(tc.t, "127.0.0.1:0")
@@ -148,6 +180,12 @@ func (tc *Cluster) AddNode(id string, join []string) *Node {
 	cfg.Join = join
 	tc.Net.register(id, tn.RaftAddr)
 	cfg.Cluster.Dial = tc.Net.dialer(id)
+	if tc.tweak != nil {
+		tc.tweak(id, &cfg)
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	srv, err := server.Start(cfg)
 	if err != nil {
 		tc.t.Fatalf("start %s: %v", id, err)
@@ -230,7 +268,7 @@ func (tc *Cluster) WaitReady(timeout time.Duration) {
 		ready := 0
 		nodes := tc.Running()
 		for _, n := range nodes {
-			if resp, err := http.Get("http://" + n.HTTPAddr + "/readyz"); err == nil {
+			if resp, err := tc.opts.Client.Get(tc.URL(n) + "/readyz"); err == nil {
 				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					ready++
@@ -245,8 +283,22 @@ func (tc *Cluster) WaitReady(timeout time.Duration) {
 	tc.t.Fatalf("cluster not ready within %v", timeout)
 }
 
-// do sends a JSON request and decodes a JSON answer into out (if not nil).
+// URL is node n's API base URL.
+func (tc *Cluster) URL(n *Node) string { return tc.opts.Scheme + "://" + n.HTTPAddr }
+
+// Do is like the package's Do, with the cluster's client and token.
+func (tc *Cluster) Do(method, url string, body any, out any) (int, error) {
+	return DoWith(tc.opts.Client, tc.opts.Token, method, url, body, out)
+}
+
+// Do sends a JSON request over plain HTTP and decodes a JSON answer into out
+// (if not nil).
 func Do(method, url string, body any, out any) (int, error) {
+	return DoWith(http.DefaultClient, "", method, url, body, out)
+}
+
+// DoWith is Do with a client and a bearer token ("" for none).
+func DoWith(hc *http.Client, token, method, url string, body any, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		switch b := body.(type) {
@@ -267,7 +319,10 @@ func Do(method, url string, body any, out any) (int, error) {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -290,7 +345,7 @@ func (tc *Cluster) CreateSequence(name string, body any) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var seq api.Sequence
-		status, err := Do(http.MethodPut, "http://"+n.HTTPAddr+"/v1/sequences/"+name, body, &seq)
+		status, err := tc.Do(http.MethodPut, tc.URL(n)+"/v1/sequences/"+name, body, &seq)
 		if err == nil && (status == http.StatusCreated || status == http.StatusOK) {
 			return
 		}
@@ -362,7 +417,7 @@ func (tc *Cluster) Node(id string) *Node {
 func (tc *Cluster) URLs() []string {
 	var out []string
 	for _, n := range tc.Running() {
-		out = append(out, "http://"+n.HTTPAddr)
+		out = append(out, tc.URL(n))
 	}
 	return out
 }

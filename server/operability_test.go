@@ -1,0 +1,465 @@
+package server_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
+	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/tlstest"
+	"github.com/ticketd/ticketd/server"
+)
+
+const (
+	adminToken   = "admin-0123456789abcdef0123456789"
+	reserveToken = "reserve-0123456789abcdef0123456789"
+	wrongToken   = "wrong-0123456789abcdef0123456789"
+)
+
+func testTokens(t *testing.T) *auth.Tokens {
+	t.Helper()
+	tk, err := auth.Parse(strings.NewReader("admin " + adminToken + "\nreserve " + reserveToken + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func authCluster(t *testing.T, n int) *testcluster.Cluster {
+	tokens := testTokens(t)
+	return testcluster.NewWithOptions(t, n, testcluster.Options{
+		Token: adminToken,
+		Tweak: func(id string, cfg *server.Config) { cfg.Tokens = tokens },
+	})
+}
+
+// send makes one request with an optional token and returns the status and
+// the response headers.
+func send(t *testing.T, method, url, token, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens checks every
+// endpoint with no token, a wrong token, a token lacking the scope and the
+// right one.
+func TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens(t *testing.T) {
+	tc := authCluster(t, 1)
+	tc.CreateSequence("orders", nil)
+	base := tc.URL(tc.Running()[0])
+	endpoints := []struct {
+		method, path, body string
+		scope              auth.Scope
+	}{
+		{"GET", "/v1/cluster", "", auth.ScopeReserve},
+		{"GET", "/v1/sequences", "", auth.ScopeReserve},
+		{"GET", "/v1/sequences/orders", "", auth.ScopeReserve},
+		{"POST", "/v1/sequences/orders/ranges", `{"count":1}`, auth.ScopeReserve},
+		{"GET", "/metrics", "", auth.ScopeReserve},
+		{"PUT", "/v1/sequences/other", "", auth.ScopeAdmin},
+		{"POST", "/v1/cluster/snapshot", "", auth.ScopeAdmin},
+		{"POST", "/v1/cluster/members", `{"id":"n9","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2"}`, auth.ScopeAdmin},
+		{"PUT", "/v1/cluster/members/n9", `{"id":"n9","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2"}`, auth.ScopeAdmin},
+		{"DELETE", "/v1/cluster/members/n9", "", auth.ScopeAdmin},
+		{"GET", "/v1/backup", "", auth.ScopeAdmin},
+		{"POST", "/v1/restore?advance=1", "x", auth.ScopeAdmin},
+	}
+	for _, e := range endpoints {
+		url := base + e.path
+		if st, h, body := send(t, e.method, url, "", e.body); st != http.StatusUnauthorized || !strings.Contains(h.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(body, api.ProblemUnauthorized) {
+			t.Errorf("%s %s without a token: %d %q %s", e.method, e.path, st, h.Get("WWW-Authenticate"), body)
+		}
+		if st, _, _ := send(t, e.method, url, wrongToken, e.body); st != http.StatusUnauthorized {
+			t.Errorf("%s %s with a wrong token: %d, want 401", e.method, e.path, st)
+		}
+		if e.scope == auth.ScopeAdmin {
+			if st, _, body := send(t, e.method, url, reserveToken, e.body); st != http.StatusForbidden || !strings.Contains(body, api.ProblemForbidden) {
+				t.Errorf("%s %s with a reserve token: %d %s, want 403", e.method, e.path, st, body)
+			}
+		}
+		token := adminToken
+		if e.scope == auth.ScopeReserve {
+			token = reserveToken
+		}
+		if st, _, body := send(t, e.method, url, token, e.body); st == http.StatusUnauthorized || st == http.StatusForbidden {
+			t.Errorf("%s %s with the right token: %d %s", e.method, e.path, st, body)
+		}
+	}
+	for _, open := range []string{"/livez", "/readyz"} {
+		if st, _, _ := send(t, "GET", base+open, "", ""); st != http.StatusOK {
+			t.Errorf("%s without a token: %d, want 200", open, st)
+		}
+	}
+}
+
+// With auth on, a 3-node cluster still forms (nodes register with the
+// leader using an admin token) and followers forward the caller's token.
+func TestAuth_Cluster3_FollowersForwardWithToken(t *testing.T) {
+	tc := authCluster(t, 3)
+	tc.CreateSequence("orders", nil)
+	l := tc.Leader(10 * time.Second)
+	for _, n := range tc.Running() {
+		st, _, body := send(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", reserveToken, `{"count":5}`)
+		if st != http.StatusOK {
+			t.Fatalf("reserve via %s (leader %s): %d %s", n.ID, l.ID, st, body)
+		}
+		if st, _, _ := send(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", wrongToken, `{"count":5}`); st != http.StatusUnauthorized {
+			t.Fatalf("wrong token via %s: %d", n.ID, st)
+		}
+	}
+	status, err := l.Srv.Node().Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range status.Members {
+		if m.HTTPAddr == "" {
+			t.Fatalf("member %s has no HTTP address: registration with the leader failed under auth", m.ID)
+		}
+	}
+}
+
+func raftTLS(ca *tlstest.CA, c tlstest.Cert) *cluster.RaftTLS {
+	return &cluster.RaftTLS{
+		Server: &tls.Config{Certificates: []tls.Certificate{c.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool, MinVersion: tls.VersionTLS12},
+		Client: &tls.Config{Certificates: []tls.Certificate{c.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12},
+	}
+}
+
+// TestRaftTLS_HostWithoutClusterCA_CannotJoinOrSpeakRaft runs a cluster with
+// mutual TLS on the Raft port and shows that neither plain TCP, nor TLS with
+// a certificate from another CA, gets through, and that a node whose
+// certificate comes from another CA cannot join even with an admin token.
+func TestRaftTLS_HostWithoutClusterCA_CannotJoinOrSpeakRaft(t *testing.T) {
+	ca := tlstest.NewCA(t, "cluster-ca")
+	tc := testcluster.New(t, 3, func(id string, cfg *server.Config) {
+		cfg.Cluster.TLS = raftTLS(ca, ca.Issue(t, id))
+	})
+	tc.CreateSequence("orders", nil)
+	l := tc.Leader(10 * time.Second)
+	if r, st, err := testcluster.Reserve(tc.Running()[1], "orders", 10); err != nil || st != 200 {
+		t.Fatalf("reserve over an mTLS cluster: %d %v %+v", st, err, r)
+	}
+
+	// Plain TCP speaking the mux's Raft byte gets nothing back.
+	conn, err := net.DialTimeout("tcp", l.RaftAddr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	_, _ = conn.Write([]byte("R\x00garbage"))
+	if n, err := conn.Read(make([]byte, 16)); err == nil {
+		t.Fatalf("plain TCP got %d bytes from the Raft port", n)
+	}
+	conn.Close()
+
+	// TLS with a certificate from another CA fails the handshake.
+	rogueCA := tlstest.NewCA(t, "rogue-ca")
+	rogue := rogueCA.Issue(t, "rogue")
+	tconn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", l.RaftAddr, &tls.Config{
+		Certificates: []tls.Certificate{rogue.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12,
+	})
+	if err == nil {
+		_ = tconn.SetDeadline(time.Now().Add(2 * time.Second))
+		_, _ = tconn.Write([]byte("P01234567"))
+		if _, rerr := tconn.Read(make([]byte, 16)); rerr == nil {
+			t.Fatal("a client certificate from another CA was accepted on the Raft port")
+		}
+		tconn.Close()
+	}
+
+	// A node with the rogue CA asks to join through the API: refused, and
+	// the configuration keeps three voters.
+	join := api.JoinRequest{ID: "rogue", HTTPAddr: "127.0.0.1:1"}
+	rogueNode := tc.AddNodeWith("rogue", nil, func(cfg *server.Config) {
+		cfg.Cluster.TLS = raftTLS(rogueCA, rogue)
+	})
+	join.RaftAddr, join.HTTPAddr = rogueNode.RaftAddr, rogueNode.HTTPAddr
+	var prob api.Problem
+	st, err := testcluster.Do(http.MethodPost, tc.URL(l)+"/v1/cluster/members", join, &prob)
+	if err != nil || st != http.StatusBadRequest || !strings.Contains(prob.Detail, "unreachable") {
+		t.Fatalf("join of a node without the cluster CA: %d %v %+v", st, err, prob)
+	}
+	status, err := l.Srv.Node().Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Members) != 3 {
+		t.Fatalf("members after a refused join: %+v", status.Members)
+	}
+	if rogueNode.Srv.Node().IsMember() {
+		t.Fatal("the rogue node believes it is a member")
+	}
+}
+
+// TestAPITLS_ClientCertRequired_ForwardingOverHTTPS serves the API over
+// HTTPS with client certificates required.
+func TestAPITLS_ClientCertRequired_ForwardingOverHTTPS(t *testing.T) {
+	ca := tlstest.NewCA(t, "api-ca")
+	clientCert := ca.Issue(t, "client")
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: ca.Pool, Certificates: []tls.Certificate{clientCert.TLS}, MinVersion: tls.VersionTLS12,
+	}}}
+	tc := testcluster.NewWithOptions(t, 3, testcluster.Options{
+		Client: client, Scheme: "https",
+		Tweak: func(id string, cfg *server.Config) {
+			c := ca.Issue(t, id)
+			cfg.APITLS = &tls.Config{Certificates: []tls.Certificate{c.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool, MinVersion: tls.VersionTLS12}
+			cfg.PeerTLS = &tls.Config{Certificates: []tls.Certificate{c.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
+		},
+	})
+	tc.CreateSequence("orders", nil)
+	for _, n := range tc.Running() {
+		var r api.Range
+		if st, err := tc.Do(http.MethodPost, tc.URL(n)+"/v1/sequences/orders/ranges", api.ReserveRequest{Count: 3}, &r); err != nil || st != 200 {
+			t.Fatalf("reserve over HTTPS via %s: %d %v", n.ID, st, err)
+		}
+	}
+	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}}}
+	if _, err := noCert.Get(tc.URL(tc.Running()[0]) + "/livez"); err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
+}
+
+var metricLine = regexp.MustCompile(`^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+|NaN)$`)
+
+func scrape(t *testing.T, tc *testcluster.Cluster, n *testcluster.Node) map[string]float64 {
+	t.Helper()
+	st, _, body := send(t, "GET", tc.URL(n)+"/metrics", reserveToken, "")
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		m := metricLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[3], 64)
+		out[m[1]+m[2]] = v
+	}
+	return out
+}
+
+func TestMetrics_PresentAndMovingAfterLoad(t *testing.T) {
+	tc := authCluster(t, 3)
+	tc.CreateSequence("orders", nil)
+	l := tc.Leader(10 * time.Second)
+	before := scrape(t, tc, l)
+	for i := 0; i < 100; i++ {
+		if st, _, body := send(t, "POST", tc.URL(l)+"/v1/sequences/orders/ranges", reserveToken, `{"count":7}`); st != 200 {
+			t.Fatalf("reserve: %d %s", st, body)
+		}
+	}
+	send(t, "POST", tc.URL(l)+"/v1/sequences/nope/ranges", reserveToken, `{"count":7}`)
+	if st, _, body := send(t, "POST", tc.URL(l)+"/v1/cluster/snapshot", adminToken, ""); st != http.StatusNoContent {
+		t.Fatalf("snapshot: %d %s", st, body)
+	}
+	after := scrape(t, tc, l)
+	moved := []string{
+		`ticketd_reservations_total{outcome="ok",sequence="orders"}`,
+		`ticketd_ids_issued_total{sequence="orders"}`,
+		`ticketd_reservation_duration_seconds_count{outcome="ok"}`,
+		`ticketd_leadership_check_seconds_count`,
+		`ticketd_raft_snapshots_total`,
+		`ticketd_raft_commit_index`,
+		`ticketd_raft_applied_index`,
+		`ticketd_http_requests_total{code="200",method="POST",route="/v1/sequences/:name/ranges"}`,
+	}
+	for _, name := range moved {
+		if after[name] <= before[name] {
+			t.Errorf("%s did not move: %v -> %v", name, before[name], after[name])
+		}
+	}
+	if got := after[`ticketd_ids_issued_total{sequence="orders"}`] - before[`ticketd_ids_issued_total{sequence="orders"}`]; got != 700 {
+		t.Errorf("ids issued moved by %v, want 700", got)
+	}
+	present := map[string]float64{
+		`ticketd_raft_is_leader`:            1,
+		`ticketd_raft_has_leader`:           1,
+		`ticketd_raft_serving`:              1,
+		`ticketd_raft_voters`:               3,
+		`ticketd_raft_last_contact_seconds`: 0,
+	}
+	for name, want := range present {
+		if got, ok := after[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{
+		`ticketd_reservations_total{outcome="not_found",sequence="nope"}`,
+		`ticketd_blocks_committed_total{sequence="orders"}`,
+		`ticketd_block_size_ids_count`,
+		`ticketd_raft_term`,
+		`ticketd_raft_leadership_changes_total`,
+		`ticketd_raft_apply_duration_seconds_count`,
+		`ticketd_raft_snapshot_duration_seconds_count`,
+		`ticketd_build_info{goversion="` + runtime.Version() + `",version="dev"}`,
+		`go_goroutines`,
+	} {
+		if _, ok := after[name]; !ok {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	// A follower reports the leader and its contact with it.
+	for _, n := range tc.Running() {
+		if n.ID == l.ID {
+			continue
+		}
+		f := scrape(t, tc, n)
+		if f[`ticketd_raft_is_leader`] != 0 || f[`ticketd_raft_has_leader`] != 1 {
+			t.Errorf("follower %s: is_leader %v has_leader %v", n.ID, f[`ticketd_raft_is_leader`], f[`ticketd_raft_has_leader`])
+		}
+	}
+}
+
+
+// TestBackupRestore_FirstRangeAboveEverythingBeforeAndAfterBackup takes a
+// backup, keeps reserving, restores into a fresh cluster with --advance, and
+// checks the restored cluster's first ranges lie above everything reserved
+// before and after the backup.
+func TestBackupRestore_FirstRangeAboveEverythingBeforeAndAfterBackup(t *testing.T) {
+	old := authCluster(t, 3)
+	old.CreateSequence("orders", nil)
+	old.CreateSequence("small", map[string]int64{"start": 1, "max": 5000})
+	ol := old.Leader(10 * time.Second)
+	var highest = map[string]int64{}
+	reserveN := func(tc *testcluster.Cluster, n *testcluster.Node, seq string, times int) {
+		for i := 0; i < times; i++ {
+			var r api.Range
+			st, err := tc.Do(http.MethodPost, tc.URL(n)+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: 10}, &r)
+			if err != nil || st != 200 {
+				t.Fatalf("reserve %s: %d %v", seq, st, err)
+			}
+			highest[seq] = max(highest[seq], r.Last)
+		}
+	}
+	reserveN(old, ol, "orders", 20)
+	reserveN(old, ol, "small", 3)
+	st, _, backup := send(t, "GET", old.URL(old.Running()[1])+"/v1/backup", adminToken, "")
+	if st != http.StatusOK || len(backup) == 0 {
+		t.Fatalf("backup via a follower: %d, %d bytes", st, len(backup))
+	}
+	// IDs handed out after the backup: the restore must stay above them too.
+	reserveN(old, ol, "orders", 50)
+	afterBackup := highest["orders"]
+
+	fresh := authCluster(t, 3)
+	fl := fresh.Leader(10 * time.Second)
+	url := fresh.URL(fresh.Running()[0]) + "/v1/restore"
+	if st, _, body := send(t, "POST", url, adminToken, backup); st != http.StatusBadRequest || !strings.Contains(body, "advance") {
+		t.Fatalf("restore without advance: %d %s", st, body)
+	}
+	if st, _, _ := send(t, "POST", url+"?advance=0", adminToken, backup); st != http.StatusBadRequest {
+		t.Fatalf("restore with advance 0: %d", st)
+	}
+	if st, _, _ := send(t, "POST", url+"?advance=10", adminToken, "not a backup"); st != http.StatusBadRequest {
+		t.Fatalf("restore of garbage: %d", st)
+	}
+	const advance = 1_000_000
+	if st, _, body := send(t, "POST", url+"?advance="+strconv.Itoa(advance), adminToken, backup); st != http.StatusNoContent {
+		t.Fatalf("restore: %d %s", st, body)
+	}
+	// A second restore would merge into a cluster that has sequences.
+	if st, _, body := send(t, "POST", url+"?advance=10", adminToken, backup); st != http.StatusConflict {
+		t.Fatalf("second restore: %d %s", st, body)
+	}
+	for _, n := range fresh.Running() {
+		var r api.Range
+		st, err := fresh.Do(http.MethodPost, fresh.URL(n)+"/v1/sequences/orders/ranges", api.ReserveRequest{Count: 1}, &r)
+		if err != nil || st != 200 {
+			t.Fatalf("reserve after restore via %s: %d %v", n.ID, st, err)
+		}
+		if r.First <= afterBackup {
+			t.Fatalf("range %+v after restore is not above %d, reserved after the backup", r, afterBackup)
+		}
+	}
+	// "small" (max 5000) was lifted past its max: exhausted, never wrapped.
+	var prob api.Problem
+	st, err := fresh.Do(http.MethodPost, fresh.URL(fl)+"/v1/sequences/small/ranges", api.ReserveRequest{Count: 1}, &prob)
+	if err != nil || st != http.StatusConflict || prob.Type != api.ProblemExhausted {
+		t.Fatalf("small after restore: %d %v %+v", st, err, prob)
+	}
+	// Every node of the fresh cluster has the restored state.
+	for _, n := range fresh.Running() {
+		n := n
+		waitFor(t, 10*time.Second, n.ID+" to hold the restored sequences", func() bool {
+			s, ok := n.Srv.Node().FSM().Sequence("orders")
+			return ok && s.Issued > afterBackup
+		})
+	}
+}
+
+// TestLimits_OversizeAndOverload_NodeKeepsServing checks 413 and 429 and
+// that the node serves normally afterwards.
+func TestLimits_OversizeAndOverload_NodeKeepsServing(t *testing.T) {
+	tc := testcluster.New(t, 1, func(id string, cfg *server.Config) { cfg.MaxInflight = 1 })
+	tc.CreateSequence("orders", nil)
+	n := tc.Running()[0]
+	url := tc.URL(n) + "/v1/sequences/orders/ranges"
+	big := `{"count":1,"pad":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`
+	if st, _, body := send(t, "POST", url, "", big); st != http.StatusRequestEntityTooLarge || !strings.Contains(body, api.ProblemTooLarge) {
+		t.Fatalf("oversize body: %d %s", st, body)
+	}
+
+	// Hold the only in-flight slot with a request whose body never ends...
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", url, pr)
+	req.ContentLength = 100
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var slowStatus int
+	go func() {
+		defer wg.Done()
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			slowStatus = resp.StatusCode
+			resp.Body.Close()
+		}
+	}()
+	_, _ = pw.Write([]byte(`{"count":`))
+	// ...then the next request is shed with 429 and Retry-After.
+	var st int
+	var h http.Header
+	var body string
+	waitFor(t, 5*time.Second, "a 429", func() bool {
+		st, h, body = send(t, "POST", url, "", `{"count":1}`)
+		return st == http.StatusTooManyRequests
+	})
+	if h.Get("Retry-After") == "" || !strings.Contains(body, api.ProblemTooManyRequests) {
+		t.Fatalf("429 without Retry-After or problem type: %v %s", h, body)
+	}
+	_, _ = pw.Write(append([]byte("1}"), bytes.Repeat([]byte(" "), 100-len(`{"count":1}`))...))
+	_ = pw.Close()
+	wg.Wait()
+	if slowStatus != http.StatusOK {
+		t.Fatalf("the slow request finished with %d", slowStatus)
+	}
+	if r, st, err := testcluster.Reserve(n, "orders", 5); err != nil || st != 200 || r.Last-r.First != 4 {
+		t.Fatalf("after overload: %d %v %+v", st, err, r)
+	}
+}
