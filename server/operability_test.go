@@ -337,7 +337,6 @@ func TestMetrics_PresentAndMovingAfterLoad(t *testing.T) {
 	}
 }
 
-
 // TestBackupRestore_FirstRangeAboveEverythingBeforeAndAfterBackup takes a
 // backup, keeps reserving, restores into a fresh cluster with --advance, and
 // checks the restored cluster's first ranges lie above everything reserved
