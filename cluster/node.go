@@ -374,6 +374,7 @@ func (n *Node) wait(ctx context.Context, f raft.Future) error {
 // ReserveBlock proposes a block reservation and returns the block the FSM
 // computed when it applied the entry.
 func (n *Node) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error) {
+	c.Stamp = n.Stamp() // for the audit only: the block never depends on it
 	resp, err := n.Apply(ctx, fsm.EncodeReserveBlock(c))
 	if err != nil {
 		return fsm.Block{}, err
@@ -383,6 +384,13 @@ func (n *Node) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block,
 		return fsm.Block{}, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
 	}
 	return b, nil
+}
+
+// Stamp is what this node, as leader, writes into entries that carry time:
+// its wall clock and its ID. Lease decisions use the FSM's clock, the largest
+// stamp applied so far, so every replica decides the same way.
+func (n *Node) Stamp() fsm.Stamp {
+	return fsm.Stamp{NowMs: time.Now().UnixMilli(), Leader: n.cfg.ID}
 }
 
 // Sequence returns the local FSM's view of a sequence.

@@ -22,12 +22,7 @@ var (
 // Backup writes the current state as a backup.
 func (f *FSM) Backup(w io.Writer) error {
 	f.mu.RLock()
-	st := snapshotState{
-		LastIndex: f.lastIndex,
-		LastTerm:  f.lastTerm,
-		Sequences: f.sortedSequences(),
-		Members:   f.sortedMembers(),
-	}
+	st := f.stateLocked()
 	f.mu.RUnlock()
 	return writeSnapshot(w, st)
 }
@@ -46,7 +41,12 @@ type RestoreReport struct {
 // (the new cluster's own, not the old one's). advance must be positive: it is
 // the operator's bound on how many IDs any sequence handed out after the
 // backup was taken.
-func PrepareRestore(backup []byte, advance int64, members []Member) ([]byte, RestoreReport, error) {
+//
+// Worker-id leases of the backup are treated as held until nowMs (the
+// restoring leader's clock): a generator that renewed with the old cluster
+// after the backup was taken keeps its worker id to itself until its lease
+// has run out and the recycle delay has passed.
+func PrepareRestore(backup []byte, advance int64, members []Member, nowMs int64) ([]byte, RestoreReport, error) {
 	var rep RestoreReport
 	if advance < 1 {
 		return nil, rep, fmt.Errorf("%w: advance must be at least 1, got %d", ErrInvalidCommand, advance)
@@ -73,6 +73,11 @@ func PrepareRestore(backup []byte, advance int64, members []Member) ([]byte, Res
 		}
 	}
 	rep.Sequences = len(st.Sequences)
+	for i := range st.Leases {
+		l := &st.Leases[i]
+		l.ExpiresMs, l.ReleasedMs = max(l.ExpiresMs, nowMs), 0
+	}
+	st.ClockMs = max(st.ClockMs, nowMs)
 	st.Members = members
 	st.LastIndex, st.LastTerm = 0, 0 // raft assigns the restore its own index
 	var buf bytes.Buffer

@@ -21,7 +21,7 @@ func TestPrepareRestore_LiftsMarksNeverWraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	members := []fsm.Member{{ID: "x1", RaftAddr: "h:1", HTTPAddr: "h:2"}}
-	snap, rep, err := fsm.PrepareRestore(backup.Bytes(), 1000, members)
+	snap, rep, err := fsm.PrepareRestore(backup.Bytes(), 1000, members, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestPrepareRestore_LiftsMarksNeverWraps(t *testing.T) {
 }
 
 func TestPrepareRestore_RejectsBadInput(t *testing.T) {
-	if _, _, err := fsm.PrepareRestore([]byte("garbage"), 10, nil); !errors.Is(err, fsm.ErrBackupInvalid) {
+	if _, _, err := fsm.PrepareRestore([]byte("garbage"), 10, nil, 0); !errors.Is(err, fsm.ErrBackupInvalid) {
 		t.Fatalf("garbage: %v", err)
 	}
 	var backup bytes.Buffer
@@ -53,7 +53,7 @@ func TestPrepareRestore_RejectsBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, adv := range []int64{0, -1} {
-		if _, _, err := fsm.PrepareRestore(backup.Bytes(), adv, nil); !errors.Is(err, fsm.ErrInvalidCommand) {
+		if _, _, err := fsm.PrepareRestore(backup.Bytes(), adv, nil, 0); !errors.Is(err, fsm.ErrInvalidCommand) {
 			t.Fatalf("advance %d: %v", adv, err)
 		}
 	}

@@ -22,6 +22,15 @@ const (
 	CommandSetMember CommandType = 3
 	// CommandRemoveMember forgets a node's metadata after it was removed.
 	CommandRemoveMember CommandType = 4
+	// CommandCreateNamespace creates a Snowflake namespace.
+	CommandCreateNamespace CommandType = 5
+	// CommandAcquireLease leases a free worker id of a namespace.
+	CommandAcquireLease CommandType = 6
+	// CommandRenewLease extends a lease held with its token.
+	CommandRenewLease CommandType = 7
+	// CommandReleaseLease ends a lease (its holder's release, or an
+	// operator's revoke).
+	CommandReleaseLease CommandType = 8
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -40,6 +49,14 @@ func (t CommandType) String() string {
 		return "set-member"
 	case CommandRemoveMember:
 		return "remove-member"
+	case CommandCreateNamespace:
+		return "create-namespace"
+	case CommandAcquireLease:
+		return "acquire-lease"
+	case CommandRenewLease:
+		return "renew-lease"
+	case CommandReleaseLease:
+		return "release-lease"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -60,6 +77,9 @@ type ReserveBlock struct {
 	Name  string `json:"name"`
 	Count int64  `json:"count"`
 	Min   int64  `json:"min"`
+	// Stamp is recorded in the allocation audit only; the block itself
+	// never depends on it.
+	Stamp
 }
 
 // SetMember is the body of CommandSetMember.
@@ -98,6 +118,18 @@ func EncodeSetMember(c SetMember) []byte { return mustEncode(CommandSetMember, c
 
 // EncodeRemoveMember encodes a CommandRemoveMember entry.
 func EncodeRemoveMember(c RemoveMember) []byte { return mustEncode(CommandRemoveMember, c) }
+
+// EncodeCreateNamespace encodes a CommandCreateNamespace entry.
+func EncodeCreateNamespace(c CreateNamespace) []byte { return mustEncode(CommandCreateNamespace, c) }
+
+// EncodeAcquireLease encodes a CommandAcquireLease entry.
+func EncodeAcquireLease(c AcquireLease) []byte { return mustEncode(CommandAcquireLease, c) }
+
+// EncodeRenewLease encodes a CommandRenewLease entry.
+func EncodeRenewLease(c RenewLease) []byte { return mustEncode(CommandRenewLease, c) }
+
+// EncodeReleaseLease encodes a CommandReleaseLease entry.
+func EncodeReleaseLease(c ReleaseLease) []byte { return mustEncode(CommandReleaseLease, c) }
 
 // mustEncode panics only if a plain struct of strings and integers cannot be
 // marshalled, which would be a programming error.

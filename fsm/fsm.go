@@ -91,18 +91,27 @@ type Member struct {
 // FSM implements raft.FSM. Apply runs on raft's FSM goroutine; the read
 // methods may be called from any goroutine.
 type FSM struct {
-	mu        sync.RWMutex
-	sequences map[string]*Sequence
-	members   map[string]Member
-	lastIndex uint64
-	lastTerm  uint64
+	mu         sync.RWMutex
+	sequences  map[string]*Sequence
+	members    map[string]Member
+	namespaces map[string]*Namespace
+	leases     map[string]map[int64]*Lease // namespace -> worker id -> latest lease
+	auditLog   []AuditRecord               // by index, oldest first
+	clockMs    int64                       // the largest leader time seen in a lease entry
+	lastIndex  uint64
+	lastTerm   uint64
 }
 
 var _ raft.FSM = (*FSM)(nil)
 
 // New returns an empty FSM.
 func New() *FSM {
-	return &FSM{sequences: make(map[string]*Sequence), members: make(map[string]Member)}
+	return &FSM{
+		sequences:  make(map[string]*Sequence),
+		members:    make(map[string]Member),
+		namespaces: make(map[string]*Namespace),
+		leases:     make(map[string]map[int64]*Lease),
+	}
 }
 
 // Apply applies one committed log entry and returns its result: a
@@ -149,6 +158,22 @@ func (f *FSM) Apply(l *raft.Log) any {
 		mustDecode(l, t, body, &c)
 		delete(f.members, c.ID)
 		return nil
+	case CommandCreateNamespace:
+		var c CreateNamespace
+		mustDecode(l, t, body, &c)
+		return f.applyCreateNamespace(c, l.Index, l.Term)
+	case CommandAcquireLease:
+		var c AcquireLease
+		mustDecode(l, t, body, &c)
+		return f.applyAcquire(c, l.Index, l.Term)
+	case CommandRenewLease:
+		var c RenewLease
+		mustDecode(l, t, body, &c)
+		return f.applyRenew(c)
+	case CommandReleaseLease:
+		var c ReleaseLease
+		mustDecode(l, t, body, &c)
+		return f.applyRelease(c)
 	}
 	if ignoreUnknown {
 		return nil
@@ -196,6 +221,8 @@ func (f *FSM) applyReserve(c ReserveBlock, index, term uint64) any {
 	}
 	b := Block{Sequence: c.Name, First: s.Issued + 1, Last: s.Issued + granted, Index: index, Term: term}
 	s.Issued = b.Last
+	f.audit(AuditRecord{Index: index, Term: term, Leader: c.Leader, TimeMs: c.NowMs, Kind: AuditBlock,
+		Sequence: c.Name, First: b.First, Last: b.Last})
 	return b
 }
 
@@ -262,12 +289,7 @@ func (f *FSM) LastApplied() (index, term uint64) {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &snapshot{state: snapshotState{
-		LastIndex: f.lastIndex,
-		LastTerm:  f.lastTerm,
-		Sequences: f.sortedSequences(),
-		Members:   f.sortedMembers(),
-	}}, nil
+	return &snapshot{state: f.stateLocked()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -298,11 +320,52 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		members[m.ID] = m
 	}
+	namespaces := make(map[string]*Namespace, len(st.Namespaces))
+	leases := make(map[string]map[int64]*Lease, len(st.Namespaces))
+	for i := range st.Namespaces {
+		n := st.Namespaces[i]
+		if _, dup := namespaces[n.Name]; dup {
+			return fmt.Errorf("fsm: snapshot: namespace %q appears twice", n.Name)
+		}
+		namespaces[n.Name] = &n
+		leases[n.Name] = map[int64]*Lease{}
+	}
+	for i := range st.Leases {
+		l := st.Leases[i]
+		ns, ok := namespaces[l.Namespace]
+		if !ok || l.WorkerID < 0 || l.WorkerID >= ns.MaxWorkers {
+			return fmt.Errorf("fsm: snapshot: lease of worker %d in unknown namespace %q or out of range", l.WorkerID, l.Namespace)
+		}
+		if _, dup := leases[l.Namespace][l.WorkerID]; dup {
+			return fmt.Errorf("fsm: snapshot: worker %d of %q leased twice", l.WorkerID, l.Namespace)
+		}
+		leases[l.Namespace][l.WorkerID] = &l
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sequences, f.members = seqs, members
+	f.namespaces, f.leases = namespaces, leases
+	f.auditLog = st.Audit
+	f.clockMs = st.ClockMs
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
 	return nil
+}
+
+// stateLocked copies the state for a snapshot or backup; f.mu is held.
+func (f *FSM) stateLocked() snapshotState {
+	st := snapshotState{
+		LastIndex:  f.lastIndex,
+		LastTerm:   f.lastTerm,
+		Sequences:  f.sortedSequences(),
+		Members:    f.sortedMembers(),
+		Namespaces: f.sortedNamespaces(),
+		Audit:      append([]AuditRecord(nil), f.auditLog...),
+		ClockMs:    f.clockMs,
+	}
+	for _, n := range st.Namespaces {
+		st.Leases = append(st.Leases, sortedLeases(f.leases[n.Name])...)
+	}
+	return st
 }
 
 func (s Sequence) validate() error {

@@ -16,14 +16,20 @@ import (
 // testdata/ and a test that still reads it.
 var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 
-// SnapshotVersion is the format Persist writes.
-const SnapshotVersion uint32 = 1
+// SnapshotVersion is the format Persist writes. Version 2 added Snowflake
+// namespaces, leases, the allocation audit and the lease clock; a v1
+// snapshot reads as one with none of them.
+const SnapshotVersion uint32 = 2
 
 type snapshotState struct {
-	LastIndex uint64     `json:"last_index"`
-	LastTerm  uint64     `json:"last_term"`
-	Sequences []Sequence `json:"sequences"`
-	Members   []Member   `json:"members"`
+	LastIndex  uint64        `json:"last_index"`
+	LastTerm   uint64        `json:"last_term"`
+	Sequences  []Sequence    `json:"sequences"`
+	Members    []Member      `json:"members"`
+	Namespaces []Namespace   `json:"namespaces,omitempty"`
+	Leases     []Lease       `json:"leases,omitempty"`
+	Audit      []AuditRecord `json:"audit,omitempty"`
+	ClockMs    int64         `json:"clock_ms,omitempty"`
 }
 
 type snapshot struct {
@@ -66,14 +72,19 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1:
+	case 1, 2:
+		// v2 only added fields, so both decode into the same struct; a v1
+		// body has none of the new ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&st); err != nil {
-			return st, fmt.Errorf("fsm: decode snapshot v1: %w", err)
+			return st, fmt.Errorf("fsm: decode snapshot v%d: %w", v, err)
 		}
 		if _, err := dec.Token(); err != io.EOF {
-			return st, fmt.Errorf("fsm: snapshot v1 has data after its state")
+			return st, fmt.Errorf("fsm: snapshot v%d has data after its state", v)
+		}
+		if v == 1 && (len(st.Namespaces) > 0 || len(st.Leases) > 0 || len(st.Audit) > 0 || st.ClockMs != 0) {
+			return st, fmt.Errorf("fsm: snapshot v1 holds fields of v2")
 		}
 		return st, nil
 	default:

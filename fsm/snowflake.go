@@ -1,0 +1,315 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/ticketd/ticketd/api"
+)
+
+// Snowflake namespaces and worker-id leases.
+//
+// A Snowflake ID is timestamp|worker|sequence, generated in the client's
+// process. Two generators must never hold the same worker id at once, so the
+// cluster leases worker ids. Lease time is the leader's clock carried in the
+// log entry (NowMs), never a follower's clock read at apply; the FSM keeps
+// the largest time it has seen (clockMs) and decides with that, so every
+// replica decides the same, and a leader whose clock is behind its
+// predecessor's cannot move lease time backwards.
+
+var (
+	// ErrNamespaceNotFound: the named namespace does not exist.
+	ErrNamespaceNotFound = errors.New("namespace not found")
+	// ErrNamespaceConflict: the namespace exists with another layout.
+	ErrNamespaceConflict = errors.New("namespace exists with different settings")
+	// ErrNoWorkerFree: every worker id of the namespace is leased or
+	// waiting out its recycle delay.
+	ErrNoWorkerFree = errors.New("no worker id is free")
+	// ErrLeaseLost: the lease is not held with this token any more
+	// (expired, released, revoked or granted to someone else); its holder
+	// must stop generating IDs.
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// Year is the length of a year used for capacity figures (365.25 days).
+const Year int64 = 365.25 * 24 * 3600 * 1000
+
+// Namespace is a Snowflake ID layout and its lease policy.
+type Namespace struct {
+	Name string `json:"name"`
+	// EpochMs is the Unix time in milliseconds that timestamp 0 stands for.
+	EpochMs int64 `json:"epoch_ms"`
+	// Bits: TimestampBits+WorkerBits+SequenceBits = 63, so IDs are
+	// positive int64s.
+	TimestampBits uint8 `json:"timestamp_bits"`
+	WorkerBits    uint8 `json:"worker_bits"`
+	SequenceBits  uint8 `json:"sequence_bits"`
+	// TickMs is the length of one timestamp unit.
+	TickMs int64 `json:"tick_ms"`
+	// MaxWorkers is how many worker ids may be leased at once.
+	MaxWorkers int64 `json:"max_workers"`
+	// LeaseTTLMs is how long a lease lasts without renewal.
+	LeaseTTLMs int64 `json:"lease_ttl_ms"`
+	// RecycleDelayMs is how long a worker id rests after its lease ended
+	// before it is granted again; at least the TTL, so that a holder that
+	// could not renew has stopped before its id is reused.
+	RecycleDelayMs int64 `json:"recycle_delay_ms"`
+}
+
+// EndMs is the last millisecond the timestamp bits can express (saturating
+// at the int64 maximum).
+func (n Namespace) EndMs() int64 {
+	units := (int64(1) << n.TimestampBits) - 1
+	if n.TickMs > 0 && units > (math.MaxInt64-n.EpochMs)/n.TickMs {
+		return math.MaxInt64
+	}
+	return n.EpochMs + units*n.TickMs
+}
+
+// YearsLeft is how long after nowMs the timestamp bits last.
+func (n Namespace) YearsLeft(nowMs int64) float64 {
+	return float64(n.EndMs()-nowMs) / float64(Year)
+}
+
+func (n Namespace) validate(nowMs int64) error {
+	if err := api.ValidateSequenceName(n.Name); err != nil {
+		return fmt.Errorf("namespace: %v", err)
+	}
+	if n.TimestampBits < 1 || n.WorkerBits < 1 || n.SequenceBits < 1 || int(n.TimestampBits)+int(n.WorkerBits)+int(n.SequenceBits) != 63 {
+		return fmt.Errorf("timestamp_bits (%d) + worker_bits (%d) + sequence_bits (%d) must be 63, each at least 1", n.TimestampBits, n.WorkerBits, n.SequenceBits)
+	}
+	if n.TickMs < 1 || n.TickMs > 60_000 {
+		return fmt.Errorf("tick_ms must be between 1 and 60000, got %d", n.TickMs)
+	}
+	if n.MaxWorkers < 1 || n.MaxWorkers > int64(1)<<n.WorkerBits {
+		return fmt.Errorf("max_workers %d does not fit worker_bits %d (at most %d)", n.MaxWorkers, n.WorkerBits, int64(1)<<n.WorkerBits)
+	}
+	if n.EpochMs < 0 || n.EpochMs > nowMs {
+		return fmt.Errorf("epoch_ms %d must be in the past (now %d)", n.EpochMs, nowMs)
+	}
+	if n.EndMs()-nowMs < 10*Year {
+		return fmt.Errorf("the timestamp bits run out %.1f years from now; a layout must leave at least 10", n.YearsLeft(nowMs))
+	}
+	if n.LeaseTTLMs < 1000 || n.LeaseTTLMs > 3_600_000 {
+		return fmt.Errorf("lease_ttl_ms must be between 1000 and 3600000, got %d", n.LeaseTTLMs)
+	}
+	if n.RecycleDelayMs < n.LeaseTTLMs || n.RecycleDelayMs > 24*3_600_000 {
+		return fmt.Errorf("recycle_delay_ms must be at least lease_ttl_ms (%d) and at most a day, got %d", n.LeaseTTLMs, n.RecycleDelayMs)
+	}
+	return nil
+}
+
+// Lease is the latest lease of one worker id.
+type Lease struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Holder    string `json:"holder"`
+	// Token is the log index of the grant: it grows with every grant, so
+	// a stale holder is fenced off by comparing tokens.
+	Token      uint64 `json:"token"`
+	GrantedMs  int64  `json:"granted_ms"`
+	ExpiresMs  int64  `json:"expires_ms"`
+	ReleasedMs int64  `json:"released_ms,omitempty"` // 0 while not released
+}
+
+// EndMs is when the lease stopped (or stops) being held.
+func (l Lease) EndMs() int64 {
+	if l.ReleasedMs != 0 && l.ReleasedMs < l.ExpiresMs {
+		return l.ReleasedMs
+	}
+	return l.ExpiresMs
+}
+
+// Active reports whether the lease is held at nowMs.
+func (l Lease) Active(nowMs int64) bool { return nowMs < l.EndMs() }
+
+// CreateNamespace is the body of CommandCreateNamespace.
+type CreateNamespace struct {
+	Namespace Namespace `json:"namespace"`
+	Stamp
+}
+
+// Stamp is what the leader writes into entries that need time: its clock
+// and its ID (for the audit).
+type Stamp struct {
+	NowMs  int64  `json:"now_ms,omitempty"`
+	Leader string `json:"leader,omitempty"`
+}
+
+// AcquireLease is the body of CommandAcquireLease.
+type AcquireLease struct {
+	Namespace string `json:"namespace"`
+	Holder    string `json:"holder"`
+	Stamp
+}
+
+// RenewLease is the body of CommandRenewLease.
+type RenewLease struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Token     uint64 `json:"token"`
+	Stamp
+}
+
+// ReleaseLease is the body of CommandReleaseLease. A zero Token revokes the
+// lease whatever its token (an operator's revoke).
+type ReleaseLease struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Token     uint64 `json:"token"`
+	Stamp
+}
+
+// NamespaceResult is the result of CommandCreateNamespace.
+type NamespaceResult struct {
+	Namespace Namespace
+	Created   bool
+}
+
+const maxHolderLen = 256
+
+func (f *FSM) tick(s Stamp) int64 {
+	if s.NowMs > f.clockMs {
+		f.clockMs = s.NowMs
+	}
+	return f.clockMs
+}
+
+func (f *FSM) applyCreateNamespace(c CreateNamespace, index, term uint64) any {
+	now := f.tick(c.Stamp)
+	n := c.Namespace
+	if err := n.validate(now); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	if old, ok := f.namespaces[n.Name]; ok {
+		if *old != n {
+			return fmt.Errorf("%w: %q has another layout or lease policy", ErrNamespaceConflict, n.Name)
+		}
+		return NamespaceResult{Namespace: *old}
+	}
+	f.namespaces[n.Name] = &n
+	f.leases[n.Name] = map[int64]*Lease{}
+	return NamespaceResult{Namespace: n, Created: true}
+}
+
+func (f *FSM) applyAcquire(c AcquireLease, index, term uint64) any {
+	now := f.tick(c.Stamp)
+	ns, ok := f.namespaces[c.Namespace]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNamespaceNotFound, c.Namespace)
+	}
+	if c.Holder == "" || len(c.Holder) > maxHolderLen {
+		return fmt.Errorf("%w: holder must be 1 to %d bytes", ErrInvalidCommand, maxHolderLen)
+	}
+	leases := f.leases[c.Namespace]
+	// The lowest free worker id: never leased, or its last lease ended at
+	// least a recycle delay ago.
+	for w := int64(0); w < ns.MaxWorkers; w++ {
+		prev, used := leases[w]
+		if used && (prev.Active(now) || now < prev.EndMs()+ns.RecycleDelayMs) {
+			continue
+		}
+		l := &Lease{Namespace: c.Namespace, WorkerID: w, Holder: c.Holder, Token: index, GrantedMs: now, ExpiresMs: now + ns.LeaseTTLMs}
+		rec := AuditRecord{Index: index, Term: term, Leader: c.Leader, TimeMs: now, Kind: AuditLease,
+			Namespace: c.Namespace, WorkerID: w, Holder: c.Holder, Token: index}
+		if used {
+			rec.PrevEndMs = prev.EndMs()
+			rec.PrevToken = prev.Token
+		}
+		leases[w] = l
+		f.audit(rec)
+		return *l
+	}
+	return fmt.Errorf("%w: all %d worker ids of %q are leased or resting", ErrNoWorkerFree, ns.MaxWorkers, c.Namespace)
+}
+
+func (f *FSM) heldLease(ns string, worker int64, token uint64, now int64) (*Lease, error) {
+	leases, ok := f.leases[ns]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNamespaceNotFound, ns)
+	}
+	l, ok := leases[worker]
+	if !ok || (token != 0 && l.Token != token) {
+		return nil, fmt.Errorf("%w: worker %d of %q is not held with token %d", ErrLeaseLost, worker, ns, token)
+	}
+	if !l.Active(now) {
+		return nil, fmt.Errorf("%w: worker %d of %q ended at %d (now %d)", ErrLeaseLost, worker, ns, l.EndMs(), now)
+	}
+	return l, nil
+}
+
+func (f *FSM) applyRenew(c RenewLease) any {
+	now := f.tick(c.Stamp)
+	if c.Token == 0 {
+		return fmt.Errorf("%w: token is required", ErrInvalidCommand)
+	}
+	l, err := f.heldLease(c.Namespace, c.WorkerID, c.Token, now)
+	if err != nil {
+		return err
+	}
+	l.ExpiresMs = now + f.namespaces[c.Namespace].LeaseTTLMs
+	return *l
+}
+
+func (f *FSM) applyRelease(c ReleaseLease) any {
+	now := f.tick(c.Stamp)
+	l, err := f.heldLease(c.Namespace, c.WorkerID, c.Token, now)
+	if err != nil {
+		return err
+	}
+	l.ReleasedMs = now
+	return *l
+}
+
+// Namespace returns a namespace's layout.
+func (f *FSM) Namespace(name string) (Namespace, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.namespaces[name]
+	if !ok {
+		return Namespace{}, false
+	}
+	return *n, true
+}
+
+// Namespaces returns every namespace, sorted by name.
+func (f *FSM) Namespaces() []Namespace {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sortedNamespaces()
+}
+
+func (f *FSM) sortedNamespaces() []Namespace {
+	out := make([]Namespace, 0, len(f.namespaces))
+	for _, n := range f.namespaces {
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Leases returns the latest lease of every worker id of a namespace, sorted
+// by worker id.
+func (f *FSM) Leases(ns string) []Lease {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedLeases(f.leases[ns])
+}
+
+func sortedLeases(m map[int64]*Lease) []Lease {
+	out := make([]Lease, 0, len(m))
+	for _, l := range m {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].WorkerID < out[j].WorkerID })
+	return out
+}
+
+// ClockMs is the latest leader time the FSM has seen.
+func (f *FSM) ClockMs() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.clockMs
+}
