@@ -134,6 +134,151 @@ type ClusterStatus struct {
 	Members      []Member `json:"members"`
 }
 
+// NamespaceRequest is the optional body of PUT /v1/namespaces/{name}: a
+// Snowflake layout and lease policy. Nil fields take the defaults below.
+type NamespaceRequest struct {
+	EpochMs        *int64 `json:"epoch_ms,omitempty"`
+	TimestampBits  *uint8 `json:"timestamp_bits,omitempty"`
+	WorkerBits     *uint8 `json:"worker_bits,omitempty"`
+	SequenceBits   *uint8 `json:"sequence_bits,omitempty"`
+	TickMs         *int64 `json:"tick_ms,omitempty"`
+	MaxWorkers     *int64 `json:"max_workers,omitempty"`
+	LeaseTTLMs     *int64 `json:"lease_ttl_ms,omitempty"`
+	RecycleDelayMs *int64 `json:"recycle_delay_ms,omitempty"`
+}
+
+// Namespace defaults: Twitter's layout (41 bits of milliseconds, 10 of
+// worker, 12 of sequence) from 2020-01-01, 30 s leases resting 60 s.
+const (
+	DefaultEpochMs        int64 = 1577836800000
+	DefaultTimestampBits  uint8 = 41
+	DefaultWorkerBits     uint8 = 10
+	DefaultSequenceBits   uint8 = 12
+	DefaultTickMs         int64 = 1
+	DefaultLeaseTTLMs     int64 = 30_000
+	DefaultRecycleDelayMs int64 = 60_000
+)
+
+// Namespace is a Snowflake namespace as the API shows it.
+type Namespace struct {
+	Name           string `json:"name"`
+	EpochMs        int64  `json:"epoch_ms"`
+	TimestampBits  uint8  `json:"timestamp_bits"`
+	WorkerBits     uint8  `json:"worker_bits"`
+	SequenceBits   uint8  `json:"sequence_bits"`
+	TickMs         int64  `json:"tick_ms"`
+	MaxWorkers     int64  `json:"max_workers"`
+	LeaseTTLMs     int64  `json:"lease_ttl_ms"`
+	RecycleDelayMs int64  `json:"recycle_delay_ms"`
+	// EndMs is the last millisecond the timestamp bits can express;
+	// YearsLeft how far that is from the cluster's clock.
+	EndMs     int64   `json:"end_ms"`
+	YearsLeft float64 `json:"years_left"`
+}
+
+// NamespaceList is the body of GET /v1/namespaces.
+type NamespaceList struct {
+	Namespaces []Namespace `json:"namespaces"`
+}
+
+// LeaseRequest is the body of POST /v1/namespaces/{name}/leases.
+type LeaseRequest struct {
+	Holder string `json:"holder"`
+}
+
+// LeaseTokenRequest is the body of renewing or releasing a lease.
+type LeaseTokenRequest struct {
+	Token uint64 `json:"token"`
+}
+
+// Lease is a worker-id lease. Token fences the holder: it grows with every
+// grant, and renewing with an old token fails.
+type Lease struct {
+	Namespace  string `json:"namespace"`
+	WorkerID   int64  `json:"worker_id"`
+	Holder     string `json:"holder"`
+	Token      uint64 `json:"token"`
+	GrantedMs  int64  `json:"granted_ms"`
+	ExpiresMs  int64  `json:"expires_ms"`
+	ReleasedMs int64  `json:"released_ms,omitempty"`
+	// TTLMs is how long the lease lasts from the moment of the request
+	// that granted or renewed it: the holder must stop generating IDs
+	// TTLMs after it sent that request unless a renewal succeeded.
+	TTLMs int64 `json:"ttl_ms"`
+	// Layout is the namespace, so a generator needs only this answer.
+	Layout Namespace `json:"layout"`
+}
+
+// LeaseList is the body of GET /v1/namespaces/{name}/leases.
+type LeaseList struct {
+	Leases []Lease `json:"leases"`
+}
+
+// AuditRecord is one block or lease grant.
+type AuditRecord struct {
+	Index     uint64 `json:"index"`
+	Term      uint64 `json:"term"`
+	Leader    string `json:"leader,omitempty"`
+	TimeMs    int64  `json:"time_ms"`
+	Kind      string `json:"kind"`
+	Sequence  string `json:"sequence,omitempty"`
+	First     int64  `json:"first,omitempty"`
+	Last      int64  `json:"last,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	WorkerID  int64  `json:"worker_id,omitempty"`
+	Holder    string `json:"holder,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	PrevEndMs int64  `json:"prev_end_ms,omitempty"`
+	PrevToken uint64 `json:"prev_token,omitempty"`
+}
+
+// AuditList is the body of GET /v1/audit.
+type AuditList struct {
+	Records []AuditRecord `json:"records"`
+	// Retention is how many records the cluster keeps.
+	Retention int `json:"retention"`
+}
+
+// AuditCheck is the body of GET /v1/audit/check.
+type AuditCheck struct {
+	BlocksChecked int              `json:"blocks_checked"`
+	LeasesChecked int              `json:"leases_checked"`
+	Violations    []AuditViolation `json:"violations"`
+}
+
+// AuditViolation is something that must never happen.
+type AuditViolation struct {
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+// SnowflakeInspection is the body of GET /v1/inspect/snowflake/{ns}/{id}.
+type SnowflakeInspection struct {
+	Namespace string `json:"namespace"`
+	ID        int64  `json:"id"`
+	TimeMs    int64  `json:"time_ms"`
+	Time      string `json:"time"`
+	WorkerID  int64  `json:"worker_id"`
+	Sequence  int64  `json:"sequence"`
+	// Holder and Token name the lease that held the worker id at that
+	// time, when the audit still has it.
+	Holder string `json:"holder,omitempty"`
+	Token  uint64 `json:"token,omitempty"`
+	Found  bool   `json:"lease_found"`
+}
+
+// RangeInspection is the body of GET /v1/inspect/sequence/{name}/{id}.
+type RangeInspection struct {
+	Sequence string `json:"sequence"`
+	ID       int64  `json:"id"`
+	// Block is the block the ID was handed out from, when the audit
+	// still has it.
+	Block *AuditRecord `json:"block"`
+	// Issued is false when the ID lies above the sequence's high-water
+	// mark: no leader was ever given it.
+	Issued bool `json:"issued"`
+}
+
 // Problem is an RFC 9457 problem details body (application/problem+json).
 type Problem struct {
 	Type   string `json:"type"`
@@ -160,6 +305,9 @@ const (
 	ProblemUnauthorized      = "urn:ticketd:problem:unauthorized"
 	ProblemForbidden         = "urn:ticketd:problem:forbidden"
 	ProblemTooManyRequests   = "urn:ticketd:problem:too-many-requests"
+	ProblemNamespaceNotFound = "urn:ticketd:problem:namespace-not-found"
+	ProblemNoWorkerFree      = "urn:ticketd:problem:no-worker-free"
+	ProblemLeaseLost         = "urn:ticketd:problem:lease-lost"
 )
 
 // MaxBackupBytes is the largest backup POST /v1/restore accepts.

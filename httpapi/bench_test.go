@@ -99,7 +99,12 @@ func BenchmarkReserveHandler(b *testing.B) {
 }
 
 // stubStore serves as a leader whose every reservation succeeds at once.
-type stubStore struct{ next atomic.Int64 }
+// stubStore answers reservations instantly; the embedded (nil) Store makes
+// any other method panic, which these benchmarks never call.
+type stubStore struct {
+	httpapi.Store
+	next atomic.Int64
+}
 
 var errStub = errors.New("not implemented by the stub")
 

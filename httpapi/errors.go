@@ -28,6 +28,14 @@ func (s *Service) storeError(c echo.Context, err error) error {
 		return problem(http.StatusConflict, api.ProblemConflict, "sequence exists with different settings", err.Error())
 	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrBackupInvalid):
 		return badRequest(err.Error())
+	case errors.Is(err, fsm.ErrNamespaceNotFound):
+		return problem(http.StatusNotFound, api.ProblemNamespaceNotFound, "namespace not found", err.Error())
+	case errors.Is(err, fsm.ErrNamespaceConflict):
+		return problem(http.StatusConflict, api.ProblemConflict, "namespace exists with different settings", err.Error())
+	case errors.Is(err, fsm.ErrNoWorkerFree):
+		return problem(http.StatusConflict, api.ProblemNoWorkerFree, "no worker id free", err.Error())
+	case errors.Is(err, fsm.ErrLeaseLost):
+		return problem(http.StatusConflict, api.ProblemLeaseLost, "lease lost", err.Error())
 	case errors.Is(err, fsm.ErrClusterNotEmpty):
 		return problem(http.StatusConflict, api.ProblemConflict, "cluster not empty", err.Error())
 	case errors.Is(err, cluster.ErrMemberConflict):

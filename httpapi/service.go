@@ -56,6 +56,8 @@ type Store interface {
 	// Restore seeds a new cluster from a backup, lifting every high-water
 	// mark by advance.
 	Restore(ctx context.Context, backup []byte, advance int64) error
+
+	SnowflakeStore
 	// Ready returns nil when the node knows a leader and has caught up.
 	Ready() error
 }
@@ -184,6 +186,19 @@ func New(cfg Config) *Service {
 	v1.DELETE("/cluster/members/:id", s.remove, limit, admin, lead)
 	v1.GET("/backup", s.backup, limit, admin, lead)
 	v1.POST("/restore", s.restore, limit, admin, lead)
+
+	v1.PUT("/namespaces/:name", s.createNamespace, limit, admin, lead)
+	v1.GET("/namespaces", s.listNamespaces, limit, reserve, lead)
+	v1.GET("/namespaces/:name", s.getNamespace, limit, reserve, lead)
+	v1.POST("/namespaces/:name/leases", s.acquireLease, limit, reserve, lead)
+	v1.GET("/namespaces/:name/leases", s.listLeases, limit, reserve, lead)
+	v1.PUT("/namespaces/:name/leases/:worker", s.renewLease, limit, reserve, lead)
+	v1.DELETE("/namespaces/:name/leases/:worker", s.releaseLease, limit, reserve, lead)
+	v1.POST("/namespaces/:name/leases/:worker/revoke", s.revokeLease, limit, admin, lead)
+	v1.GET("/audit", s.audit, limit, admin, lead)
+	v1.GET("/audit/check", s.auditCheck, limit, reserve, lead)
+	v1.GET("/inspect/sequence/:name/:id", s.inspectSequence, limit, reserve, lead)
+	v1.GET("/inspect/snowflake/:name/:id", s.inspectSnowflake, limit, reserve, lead)
 	s.echo = e
 	return s
 }

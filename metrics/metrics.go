@@ -44,6 +44,8 @@ type Metrics struct {
 	InflightRejected  prometheus.Counter
 	AuthFailures      *prometheus.CounterVec
 	ForwardedRequests prometheus.Counter
+	AuditViolations   prometheus.Gauge
+	AuditChecks       prometheus.Counter
 
 	mu     sync.Mutex
 	labels map[string]struct{}
@@ -129,6 +131,14 @@ func New(version string) *Metrics {
 		Name: "ticketd_http_forwarded_requests_total",
 		Help: "Requests this node forwarded to the leader.",
 	})
+	m.AuditViolations = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ticketd_uniqueness_violations",
+		Help: "Violations the last uniqueness probe found in the allocation audit (overlapping blocks, a worker id held twice). Must read 0 forever.",
+	})
+	m.AuditChecks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_uniqueness_checks_total",
+		Help: "Uniqueness probes run on this node.",
+	})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ticketd_build_info",
 		Help: "Build information; the value is always 1.",
@@ -138,7 +148,7 @@ func New(version string) *Metrics {
 		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
 		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
-		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, build,
+		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
@@ -235,4 +245,13 @@ func (m *Metrics) SnapshotRestored() {
 	if m != nil {
 		m.SnapshotRestores.Inc()
 	}
+}
+
+// SetAuditViolations records the result of a uniqueness probe.
+func (m *Metrics) SetAuditViolations(n int) {
+	if m == nil {
+		return
+	}
+	m.AuditChecks.Inc()
+	m.AuditViolations.Set(float64(n))
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// client certificates, present one.
 	APITLS  *tls.Config
 	PeerTLS *tls.Config
+	// AuditInterval is how often the uniqueness probe checks this node's
+	// replica of the allocation audit.
+	AuditInterval time.Duration
 	// MetadataInterval is how often a node checks that the replicated
 	// metadata knows its API address.
 	MetadataInterval time.Duration
@@ -77,6 +80,7 @@ func DefaultConfig() Config {
 		Issuer:           issuer.DefaultConfig(),
 		RequestTimeout:   10 * time.Second,
 		MetadataInterval: time.Second,
+		AuditInterval:    30 * time.Second,
 	}
 }
 
@@ -187,8 +191,10 @@ func Start(cfg Config) (*Server, error) {
 		}
 		s.serveErr <- err
 	}()
-	s.wg.Add(1)
+	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
+	s.wg.Add(2)
 	go s.membershipLoop(advertise)
+	go s.auditLoop(cfg.AuditInterval)
 	log.Info("node started", "id", cc.ID, "http", advertise, "raft", node.RaftAddr())
 	return s, nil
 }
@@ -448,7 +454,7 @@ func (st store) Restore(ctx context.Context, backup []byte, advance int64) error
 	if n := len(f.Sequences()); n > 0 {
 		return fmt.Errorf("%w: this cluster has %d sequences; restore seeds a new, empty cluster", fsm.ErrClusterNotEmpty, n)
 	}
-	snap, rep, err := fsm.PrepareRestore(backup, advance, f.Members())
+	snap, rep, err := fsm.PrepareRestore(backup, advance, f.Members(), time.Now().UnixMilli())
 	if err != nil {
 		return err
 	}

@@ -49,9 +49,12 @@ usage:
   ticketd create    SEQ [--start S] [--max M]   create a sequence
   ticketd reserve   SEQ N                        reserve N consecutive IDs
   ticketd sequences [SEQ]                        show one or every sequence
-  ticketd status                                 show the cluster as a node sees it
+  ticketd status                                 show the cluster as a node sees it, and capacity left
   ticketd join      --id ID --raft-addr A --http-addr H   add a node
   ticketd remove    ID                           remove a node
+  ticketd namespaces [NS] [--create | --leases]  Snowflake namespaces and their worker-id leases
+  ticketd inspect   (--namespace NS | --sequence SEQ) ID   decode a Snowflake ID / locate a range ID
+  ticketd audit     [--list]                     run the uniqueness probe on the allocation audit
   ticketd backup    --out FILE                   write a consistent backup of every sequence
   ticketd restore   --in FILE --advance N        seed a new, empty cluster from a backup
   ticketd version
@@ -87,6 +90,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = removeCmd(args[1:], stdout, stderr)
 	case "backup":
 		err = backupCmd(args[1:], stdout, stderr)
+	case "inspect":
+		err = inspectCmd(args[1:], stdout, stderr)
+	case "audit":
+		err = auditCmd(args[1:], stdout, stderr)
+	case "namespaces":
+		err = namespacesCmd(args[1:], stdout, stderr)
 	case "restore":
 		err = restoreCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
@@ -462,7 +471,14 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, st)
+	capLeft, err := fetchCapacity(ctx, co)
+	if err != nil {
+		return fmt.Errorf("capacity: %w", err)
+	}
+	return printJSON(stdout, struct {
+		api.ClusterStatus
+		Capacity capacity `json:"capacity"`
+	}{st, capLeft})
 }
 
 func joinCmd(args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,306 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// SnowflakeStore is what the Snowflake, audit and inspection endpoints need.
+// Reads are linearizable reads on the leader.
+type SnowflakeStore interface {
+	CreateNamespace(ctx context.Context, n fsm.Namespace) (fsm.NamespaceResult, error)
+	Namespace(ctx context.Context, name string) (fsm.Namespace, int64, error)
+	Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error)
+	AcquireLease(ctx context.Context, ns, holder string) (fsm.Lease, error)
+	RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, error)
+	// ReleaseLease with token 0 revokes the lease whoever holds it.
+	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, error)
+	Leases(ctx context.Context, ns string) ([]fsm.Lease, error)
+	Audit(ctx context.Context, afterIndex uint64, limit int) ([]fsm.AuditRecord, error)
+	CheckAudit(ctx context.Context) (fsm.CheckReport, error)
+	InspectSequence(ctx context.Context, name string, id int64) (api.RangeInspection, error)
+	InspectSnowflake(ctx context.Context, ns string, id int64) (api.SnowflakeInspection, error)
+}
+
+func (s *Service) createNamespace(c echo.Context) error {
+	name := c.Param("name")
+	if err := api.ValidateSequenceName(name); err != nil {
+		return badRequest("namespace: " + err.Error())
+	}
+	var req api.NamespaceRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	n := fsm.Namespace{
+		Name: name, EpochMs: api.DefaultEpochMs, TimestampBits: api.DefaultTimestampBits,
+		WorkerBits: api.DefaultWorkerBits, SequenceBits: api.DefaultSequenceBits, TickMs: api.DefaultTickMs,
+		LeaseTTLMs: api.DefaultLeaseTTLMs, RecycleDelayMs: api.DefaultRecycleDelayMs,
+	}
+	set := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&n.EpochMs, req.EpochMs)
+	set(&n.TickMs, req.TickMs)
+	set(&n.LeaseTTLMs, req.LeaseTTLMs)
+	set(&n.RecycleDelayMs, req.RecycleDelayMs)
+	for _, b := range []struct {
+		dst *uint8
+		src *uint8
+	}{{&n.TimestampBits, req.TimestampBits}, {&n.WorkerBits, req.WorkerBits}, {&n.SequenceBits, req.SequenceBits}} {
+		if b.src != nil {
+			*b.dst = *b.src
+		}
+	}
+	if req.RecycleDelayMs == nil && req.LeaseTTLMs != nil {
+		n.RecycleDelayMs = 2 * n.LeaseTTLMs
+	}
+	if n.WorkerBits < 63 {
+		n.MaxWorkers = int64(1) << n.WorkerBits
+	}
+	set(&n.MaxWorkers, req.MaxWorkers)
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	res, err := s.store.CreateNamespace(ctx, n)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, namespaceView(res.Namespace, time.Now().UnixMilli()))
+}
+
+func namespaceView(n fsm.Namespace, nowMs int64) api.Namespace {
+	return api.Namespace{
+		Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
+		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
+		RecycleDelayMs: n.RecycleDelayMs, EndMs: n.EndMs(), YearsLeft: n.YearsLeft(nowMs),
+	}
+}
+
+func (s *Service) getNamespace(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	n, now, err := s.store.Namespace(ctx, c.Param("name"))
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, namespaceView(n, now))
+}
+
+func (s *Service) listNamespaces(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	ns, now, err := s.store.Namespaces(ctx)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := api.NamespaceList{Namespaces: make([]api.Namespace, 0, len(ns))}
+	for _, n := range ns {
+		out.Namespaces = append(out.Namespaces, namespaceView(n, now))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Service) leaseView(ctx context.Context, l fsm.Lease) (api.Lease, error) {
+	n, now, err := s.store.Namespace(ctx, l.Namespace)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	return api.Lease{
+		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder, Token: l.Token,
+		GrantedMs: l.GrantedMs, ExpiresMs: l.ExpiresMs, ReleasedMs: l.ReleasedMs,
+		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n, now),
+	}, nil
+}
+
+func (s *Service) acquireLease(c echo.Context) error {
+	var req api.LeaseRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Holder == "" || len(req.Holder) > 256 {
+		return badRequest(`field "holder" must be 1 to 256 bytes (for example host name and process id)`)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	l, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	v, err := s.leaseView(ctx, l)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+func workerParam(c echo.Context) (int64, error) {
+	w, err := strconv.ParseInt(c.Param("worker"), 10, 64)
+	if err != nil || w < 0 {
+		return 0, badRequest(fmt.Sprintf("worker id %q is not a non-negative integer", c.Param("worker")))
+	}
+	return w, nil
+}
+
+func (s *Service) renewOrRelease(c echo.Context, release bool) error {
+	w, err := workerParam(c)
+	if err != nil {
+		return err
+	}
+	var req api.LeaseTokenRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == 0 {
+		return badRequest(`field "token" is required: the token the lease was granted with`)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	var l fsm.Lease
+	if release {
+		l, err = s.store.ReleaseLease(ctx, c.Param("name"), w, req.Token)
+	} else {
+		l, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token)
+	}
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	v, err := s.leaseView(ctx, l)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Service) renewLease(c echo.Context) error   { return s.renewOrRelease(c, false) }
+func (s *Service) releaseLease(c echo.Context) error { return s.renewOrRelease(c, true) }
+
+func (s *Service) revokeLease(c echo.Context) error {
+	w, err := workerParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	l, err := s.store.ReleaseLease(ctx, c.Param("name"), w, 0)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	v, err := s.leaseView(ctx, l)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Service) listLeases(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	ls, err := s.store.Leases(ctx, c.Param("name"))
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := api.LeaseList{Leases: make([]api.Lease, 0, len(ls))}
+	for _, l := range ls {
+		v, err := s.leaseView(ctx, l)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		out.Leases = append(out.Leases, v)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func auditView(r fsm.AuditRecord) api.AuditRecord { return api.AuditRecord(r) }
+
+func (s *Service) audit(c echo.Context) error {
+	var after uint64
+	limit := 1000
+	if v := c.QueryParam("after_index"); v != "" {
+		a, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return badRequest(fmt.Sprintf(`query parameter "after_index" must be a non-negative integer, got %q`, v))
+		}
+		after = a
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > 10_000 {
+			return badRequest(fmt.Sprintf(`query parameter "limit" must be between 1 and 10000, got %q`, v))
+		}
+		limit = l
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	recs, err := s.store.Audit(ctx, after, limit)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := api.AuditList{Records: make([]api.AuditRecord, 0, len(recs)), Retention: fsm.AuditRetention}
+	for _, r := range recs {
+		out.Records = append(out.Records, auditView(r))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Service) auditCheck(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	rep, err := s.store.CheckAudit(ctx)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	out := api.AuditCheck{BlocksChecked: rep.Blocks, LeasesChecked: rep.Leases, Violations: []api.AuditViolation{}}
+	for _, v := range rep.Violations {
+		out.Violations = append(out.Violations, api.AuditViolation(v))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func idParam(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, badRequest(fmt.Sprintf("id %q is not a positive 64-bit integer", c.Param("id")))
+	}
+	return id, nil
+}
+
+func (s *Service) inspectSequence(c echo.Context) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	out, err := s.store.InspectSequence(ctx, c.Param("name"), id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Service) inspectSnowflake(c echo.Context) error {
+	id, err := idParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	out, err := s.store.InspectSnowflake(ctx, c.Param("name"), id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, out)
+}
