@@ -68,6 +68,32 @@ func (n Namespace) EndMs() int64 {
 	return n.EpochMs + units*n.TickMs
 }
 
+// Decoded is a Snowflake ID taken apart.
+type Decoded struct {
+	TimeMs   int64
+	WorkerID int64
+	Sequence int64
+}
+
+// Decode takes an ID of this namespace apart.
+func (n Namespace) Decode(id int64) Decoded {
+	seqMask := int64(1)<<n.SequenceBits - 1
+	workerMask := int64(1)<<n.WorkerBits - 1
+	ts := id >> (n.SequenceBits + n.WorkerBits)
+	return Decoded{
+		TimeMs:   n.EpochMs + ts*n.TickMs,
+		WorkerID: (id >> n.SequenceBits) & workerMask,
+		Sequence: id & seqMask,
+	}
+}
+
+// Compose builds an ID from its parts (the inverse of Decode for times on a
+// tick boundary).
+func (n Namespace) Compose(timeMs, worker, seq int64) int64 {
+	ts := (timeMs - n.EpochMs) / n.TickMs
+	return ts<<(n.SequenceBits+n.WorkerBits) | worker<<n.SequenceBits | seq
+}
+
 // YearsLeft is how long after nowMs the timestamp bits last.
 func (n Namespace) YearsLeft(nowMs int64) float64 {
 	return float64(n.EndMs()-nowMs) / float64(Year)
