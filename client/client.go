@@ -1,74 +1,78 @@
-// Package client is the Go SDK of ticketd. It speaks the HTTP API and imports
-// nothing of the server: only the wire types of package api.
+// Package client is the Go SDK of ticketd, a Raft-replicated ID server. It
+// speaks ticketd's HTTP API and imports nothing of the server: only the wire
+// types of package api.
 //
-// Client reserves ranges and manages sequences and membership. Any endpoint
-// may be a follower (it forwards to the leader) or down: a call tries the
-// endpoint that answered last, then the others.
+// A Client makes single calls: Reserve one range of IDs, create and inspect
+// sequences, read the cluster's status, add and remove members. A Sequence,
+// made by Client.Sequence, hands out single IDs from a local cache of ranges
+// that it refills in the background; its Next costs an atomic add while the
+// cache holds IDs, and the cache is sized to ride out a cluster outage (10 s
+// of the observed rate by default).
+//
+// # Endpoints, retries and errors
+//
+// Give New the base URLs of several nodes. Any of them may be down or a
+// follower (a follower forwards to the leader). A call goes first to the
+// endpoint that answered last, then to the others; when a whole round over
+// the endpoints fails it waits (exponential backoff with full jitter, at
+// least as long as a Retry-After header asks) and goes round again, until it
+// succeeds or its context ends. Only transport failures, timeouts, 429 and
+// 500/502/503/504 are retried; any other 4xx is final.
+//
+// Errors match the sentinels ErrNotFound, ErrExhausted, ErrConflict,
+// ErrInvalidArgument, ErrUnauthorized, ErrUnavailable and ErrClosed with
+// errors.Is; a server answer is also an *APIError.
+//
+// # Unknown outcomes
+//
+// When a reservation times out or gets a 503, its outcome is unknown: the
+// cluster may have reserved the range and lost the answer. Retrying is safe:
+// ticketd may waste a range that way (a gap in the IDs), never hand the same
+// ID out twice. Reserve and Sequence retry on their own.
 package client
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/ticketd/ticketd/api"
 )
 
-// Errors a call can return, usable with errors.Is. The *APIError that
-// carries the server's problem details matches them too.
-var (
-	// ErrNotFound: the sequence (or member) does not exist.
-	ErrNotFound = errors.New("ticketd: not found")
-	// ErrExhausted: the sequence has fewer IDs left than asked for.
-	ErrExhausted = errors.New("ticketd: sequence exhausted")
-	// ErrConflict: the sequence exists with other settings, or a member
-	// conflicts.
-	ErrConflict = errors.New("ticketd: conflict")
-	// ErrInvalidArgument: the request was refused as malformed.
-	ErrInvalidArgument = errors.New("ticketd: invalid argument")
-	// ErrUnavailable: no endpoint could serve the call.
-	ErrUnavailable = errors.New("ticketd: unavailable")
+// Defaults of the options.
+const (
+	DefaultAttemptTimeout = 5 * time.Second
+	DefaultCallTimeout    = 30 * time.Second
+	DefaultMinBackoff     = 50 * time.Millisecond
+	DefaultMaxBackoff     = 2 * time.Second
 )
 
-// APIError is an error answer from the server.
-type APIError struct {
-	StatusCode int
-	Problem    api.Problem
-}
+// maxRetryAfter caps how long a Retry-After header can hold a call back, so
+// that a misconfigured proxy cannot stall a client for hours.
+const maxRetryAfter = 30 * time.Second
 
-func (e *APIError) Error() string {
-	if e.Problem.Detail != "" {
-		return fmt.Sprintf("ticketd: %d %s: %s", e.StatusCode, e.Problem.Title, e.Problem.Detail)
-	}
-	return fmt.Sprintf("ticketd: %d %s", e.StatusCode, e.Problem.Title)
-}
+// maxAnswerBytes bounds how much of an answer is read.
+const maxAnswerBytes = 1 << 20
 
-// Is maps the problem type to the package's sentinel errors.
-func (e *APIError) Is(target error) bool {
-	switch target {
-	case ErrNotFound:
-		return e.Problem.Type == api.ProblemNotFound || e.Problem.Type == api.ProblemMemberNotFound
-	case ErrExhausted:
-		return e.Problem.Type == api.ProblemExhausted
-	case ErrConflict:
-		return e.Problem.Type == api.ProblemConflict
-	case ErrInvalidArgument:
-		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge
-	case ErrUnavailable:
-		return e.StatusCode == http.StatusServiceUnavailable
-	}
-	return false
-}
-
-// Range is an inclusive range of IDs: First..Last.
+// Range is an inclusive range of IDs: First..Last, each handed out once.
 type Range struct {
 	First, Last int64
 }
@@ -76,226 +80,636 @@ type Range struct {
 // Len is the number of IDs in r.
 func (r Range) Len() int64 { return r.Last - r.First + 1 }
 
-// Option configures a Client.
-type Option func(*Client) error
+// Contains reports whether id lies in r.
+func (r Range) Contains(id int64) bool { return id >= r.First && id <= r.Last }
 
-// WithHTTPClient sets the HTTP client (for TLS settings, proxies, tracing).
-func WithHTTPClient(hc *http.Client) Option {
-	return func(c *Client) error {
-		if hc == nil {
-			return errors.New("ticketd: nil HTTP client")
+// All yields the IDs of r in increasing order.
+func (r Range) All() iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for id := r.First; id <= r.Last && id >= r.First; id++ {
+			if !yield(id) {
+				return
+			}
 		}
-		c.http = hc
+	}
+}
+
+// Option configures a Client; pass them to New.
+type Option func(*config) error
+
+type config struct {
+	httpClient     *http.Client
+	tls            *tls.Config
+	token          string
+	attemptTimeout time.Duration
+	callTimeout    time.Duration
+	minBackoff     time.Duration
+	maxBackoff     time.Duration
+	log            *slog.Logger
+}
+
+// WithHTTPClient makes the client send its requests through hc (for
+// proxies, tracing or your own transport). Close does not close hc's idle
+// connections. It cannot be combined with WithTLSConfig: configure TLS in
+// hc's transport instead.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error {
+		if hc == nil {
+			return invalidf("WithHTTPClient: nil *http.Client")
+		}
+		c.httpClient = hc
 		return nil
 	}
 }
 
-// WithBearerToken sends token as "Authorization: Bearer <token>".
-func WithBearerToken(token string) Option {
-	return func(c *Client) error { c.token = token; return nil }
+// WithTLSConfig sets the TLS configuration of the client's own transport,
+// for https endpoints (private CAs, client certificates).
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *config) error {
+		if cfg == nil {
+			return invalidf("WithTLSConfig: nil *tls.Config")
+		}
+		c.tls = cfg.Clone()
+		return nil
+	}
 }
 
-// WithTimeout bounds each HTTP attempt (default 5s).
+// WithBearerToken sends "Authorization: Bearer <token>" with every request.
+func WithBearerToken(token string) Option {
+	return func(c *config) error {
+		if token == "" {
+			return invalidf("WithBearerToken: empty token")
+		}
+		for i := 0; i < len(token); i++ {
+			if token[i] < 0x21 || token[i] > 0x7e {
+				return invalidf("WithBearerToken: the token has byte %#x at %d; only visible ASCII is allowed", token[i], i)
+			}
+		}
+		c.token = token
+		return nil
+	}
+}
+
+// WithTimeout bounds each HTTP attempt, one endpoint once (default
+// DefaultAttemptTimeout). An attempt that times out is retried like any
+// other failure.
 func WithTimeout(d time.Duration) Option {
-	return func(c *Client) error {
+	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("ticketd: timeout must be positive, got %v", d)
+			return invalidf("WithTimeout: the attempt timeout must be positive, got %v", d)
 		}
 		c.attemptTimeout = d
 		return nil
 	}
 }
 
-// Client talks to a ticketd cluster. It is safe for concurrent use.
-type Client struct {
-	endpoints      []*url.URL
-	http           *http.Client
-	token          string
-	attemptTimeout time.Duration
-	preferred      atomic.Int64 // index of the endpoint that answered last
+// WithCallTimeout bounds a whole call, every attempt and backoff included,
+// when the caller's context has no earlier deadline (default
+// DefaultCallTimeout). Zero means the context alone bounds a call. It also
+// bounds how long Sequence.Next waits when the cache is empty; it does not
+// bound a Sequence's background refills, which retry until they succeed or
+// the Client is closed.
+func WithCallTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return invalidf("WithCallTimeout: negative timeout %v", d)
+		}
+		c.callTimeout = d
+		return nil
+	}
 }
 
-// New returns a client for the cluster reachable at endpoints (base URLs
-// such as "http://10.0.0.1:8080").
+// WithBackoff sets the waits between rounds over the endpoints: the k-th
+// wait is drawn uniformly from [0, min(max, min·2^(k-1))] (full jitter), and
+// is at least what a Retry-After header asked for (capped at 30 s).
+// Defaults: DefaultMinBackoff, DefaultMaxBackoff.
+func WithBackoff(min, max time.Duration) Option {
+	return func(c *config) error {
+		if min <= 0 || max < min {
+			return invalidf("WithBackoff: want 0 < min <= max, got min %v, max %v", min, max)
+		}
+		c.minBackoff, c.maxBackoff = min, max
+		return nil
+	}
+}
+
+// WithLogger sets where the client logs: retries at Debug, a Sequence's
+// refill failures at Warn and its recoveries at Info. By default it logs
+// nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalidf("WithLogger: nil *slog.Logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+type endpoint struct {
+	base string // "http://host:port", no trailing slash
+}
+
+// Client talks to a ticketd cluster. It is safe for concurrent use; make
+// one per process and share it. Close it when done: it stops the
+// background refills of its Sequences.
+type Client struct {
+	endpoints      []endpoint
+	http           *http.Client
+	ownTransport   *http.Transport // nil when the caller gave the HTTP client
+	auth           string          // Authorization header value, or ""
+	attemptTimeout time.Duration
+	callTimeout    time.Duration
+	minBackoff     time.Duration
+	maxBackoff     time.Duration
+	log            *slog.Logger
+
+	preferred atomic.Int64 // index of the endpoint that answered last
+
+	// ctx is the context of background work; cancelled by Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	// seqs are the Sequences to close with the client, held weakly: a
+	// Sequence nobody references is dropped from it by a cleanup.
+	seqs map[weak.Pointer[Sequence]]struct{}
+	wg   sync.WaitGroup // background goroutines
+}
+
+// New returns a client for the cluster whose nodes answer at endpoints:
+// base URLs such as "http://10.0.0.1:8080" or "https://ticketd-1:8443".
+// It sends nothing: a cluster that is down does not make New fail.
 func New(endpoints []string, opts ...Option) (*Client, error) {
 	if len(endpoints) == 0 {
-		return nil, fmt.Errorf("%w: no endpoints given", ErrInvalidArgument)
+		return nil, invalidf("no endpoints given; pass the base URLs of one or more nodes, such as http://127.0.0.1:8080")
 	}
-	c := &Client{attemptTimeout: 5 * time.Second}
-	for _, e := range endpoints {
-		u, err := url.Parse(strings.TrimRight(e, "/"))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: endpoint %q is not an http(s) URL with a host", ErrInvalidArgument, e)
+	cfg := config{
+		attemptTimeout: DefaultAttemptTimeout,
+		callTimeout:    DefaultCallTimeout,
+		minBackoff:     DefaultMinBackoff,
+		maxBackoff:     DefaultMaxBackoff,
+	}
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalidf("option %d is nil", i)
 		}
-		c.endpoints = append(c.endpoints, u)
-	}
-	for _, o := range opts {
-		if err := o(c); err != nil {
+		if err := o(&cfg); err != nil {
 			return nil, err
 		}
 	}
-	if c.http == nil {
-		c.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
+	if cfg.httpClient != nil && cfg.tls != nil {
+		return nil, invalidf("WithHTTPClient and WithTLSConfig are exclusive: set TLS in your HTTP client's transport")
 	}
+	c := &Client{
+		attemptTimeout: cfg.attemptTimeout,
+		callTimeout:    cfg.callTimeout,
+		minBackoff:     cfg.minBackoff,
+		maxBackoff:     cfg.maxBackoff,
+		log:            cfg.log,
+		seqs:           map[weak.Pointer[Sequence]]struct{}{},
+	}
+	seen := map[string]bool{}
+	for _, e := range endpoints {
+		base, err := parseEndpoint(e)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[base] {
+			seen[base] = true
+			c.endpoints = append(c.endpoints, endpoint{base: base})
+		}
+	}
+	if cfg.token != "" {
+		c.auth = "Bearer " + cfg.token
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.http = cfg.httpClient
+	if c.http == nil {
+		// http.DefaultTransport's settings, with more idle connections
+		// per node.
+		c.ownTransport = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			TLSClientConfig:       cfg.tls,
+		}
+		c.http = &http.Client{Transport: c.ownTransport}
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
 
-// Reserve reserves count consecutive IDs of a sequence.
+func parseEndpoint(e string) (string, error) {
+	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(e), "/"))
+	switch {
+	case err != nil:
+		return "", invalidf("endpoint %q is not a URL: %v", e, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", invalidf("endpoint %q: want an http:// or https:// base URL such as http://127.0.0.1:8080", e)
+	case u.Host == "" || u.Hostname() == "":
+		return "", invalidf("endpoint %q has no host", e)
+	case u.User != nil, u.RawQuery != "", u.Fragment != "", u.Path != "":
+		return "", invalidf("endpoint %q: want only scheme://host[:port], without path, query or user info", e)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", invalidf("endpoint %q has an invalid port", e)
+		}
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// Close stops the client: it cancels the background refills of its
+// Sequences and waits until every background goroutine has returned, then
+// closes the idle connections of the transport it created. Calls made after
+// Close return ErrClosed, and so do the Sequences once their in-progress
+// call ends. Close is idempotent and safe to call concurrently.
+func (c *Client) Close() error {
+	if c == nil || c.cancel == nil {
+		return nil
+	}
+	c.mu.Lock()
+	first := !c.closed
+	c.closed = true
+	seqs := c.seqs
+	c.seqs = nil
+	c.mu.Unlock()
+	if first {
+		c.cancel()
+		for wp := range seqs {
+			if s := wp.Value(); s != nil {
+				s.close()
+			}
+		}
+	}
+	c.wg.Wait()
+	if c.ownTransport != nil {
+		c.ownTransport.CloseIdleConnections()
+	}
+	return nil
+}
+
+// register adds s to the Sequences that Close closes; ErrClosed if the
+// client is closed already.
+func (c *Client) register(s *Sequence) error {
+	wp := weak.Make(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.seqs[wp] = struct{}{}
+	runtime.AddCleanup(s, func(wp weak.Pointer[Sequence]) {
+		c.mu.Lock()
+		delete(c.seqs, wp)
+		c.mu.Unlock()
+	}, wp)
+	return nil
+}
+
+// goBackground runs f on a goroutine that Close waits for; it reports false
+// (and runs nothing) once the client is closed.
+func (c *Client) goBackground(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// usable checks the receiver and the context of a call.
+func (c *Client) usable(ctx context.Context) error {
+	switch {
+	case c == nil || c.ctx == nil:
+		return invalidf("the Client is nil or was not made by client.New")
+	case ctx == nil:
+		return invalidf("nil context")
+	case c.ctx.Err() != nil:
+		return ErrClosed
+	}
+	return nil
+}
+
+// Reserve reserves count consecutive IDs of a sequence (1 <= count <=
+// api.MaxReserveCount), retrying until it succeeds or ctx ends.
+//
+// A failed Reserve may still have consumed a range on the server (see
+// "Unknown outcomes" in the package documentation); calling it again is
+// safe.
 func (c *Client) Reserve(ctx context.Context, sequence string, count int64) (Range, error) {
+	if err := c.usable(ctx); err != nil {
+		return Range{}, err
+	}
 	if err := api.ValidateSequenceName(sequence); err != nil {
 		return Range{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	if err := api.ValidateCount(count); err != nil {
 		return Range{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	return c.reserve(ctx, sequence, count, nil)
+}
+
+// reserve is Reserve without checks or call timeout; onFailure, if not nil,
+// sees every retried failure.
+func (c *Client) reserve(ctx context.Context, sequence string, count int64, onFailure func(error)) (Range, error) {
 	var r api.Range
-	if err := c.do(ctx, http.MethodPost, "/v1/sequences/"+sequence+"/ranges", api.ReserveRequest{Count: count}, &r); err != nil {
+	body, _ := json.Marshal(api.ReserveRequest{Count: count})
+	if _, err := c.roundTrip(ctx, http.MethodPost, "/v1/sequences/"+sequence+"/ranges", body, &r, onFailure); err != nil {
 		return Range{}, err
 	}
-	if r.Last-r.First+1 != count || r.First < 1 {
-		return Range{}, fmt.Errorf("ticketd: server answered range %d..%d for %d IDs", r.First, r.Last, count)
+	if r.First < 1 || r.Last < r.First || r.Last-r.First+1 != count {
+		return Range{}, fmt.Errorf("ticketd: the server answered range %d..%d for %d IDs of %q", r.First, r.Last, count, sequence)
 	}
 	return Range{First: r.First, Last: r.Last}, nil
 }
 
-// SequenceSettings are the optional settings of a new sequence; zero fields
-// take the server's defaults (start 1, max 2^63-1).
+// SequenceSettings are the settings of a new sequence. A zero field takes
+// the server's default: Start api.DefaultStart (1), Max api.DefaultMax
+// (2^63-1).
 type SequenceSettings struct {
 	Start int64
 	Max   int64
 }
 
-// CreateSequence creates a sequence, or confirms that it exists with the
-// same settings (created is then false). Other settings give ErrConflict.
+// CreateSequence creates a sequence, or confirms that it already exists with
+// the same settings (created is then false). A sequence that exists with
+// other settings gives ErrConflict. It is idempotent, so it is retried like
+// every call.
 func (c *Client) CreateSequence(ctx context.Context, name string, s SequenceSettings) (info api.Sequence, created bool, err error) {
+	if err := c.usable(ctx); err != nil {
+		return info, false, err
+	}
 	if err := api.ValidateSequenceName(name); err != nil {
 		return info, false, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
+	if s.Start < 0 || s.Max < 0 {
+		return info, false, invalidf("start (%d) and max (%d) must not be negative; zero takes the default", s.Start, s.Max)
+	}
 	var req api.CreateSequenceRequest
+	start, maxID := api.DefaultStart, api.DefaultMax
 	if s.Start != 0 {
-		req.Start = &s.Start
+		start, req.Start = s.Start, &s.Start
 	}
 	if s.Max != 0 {
-		req.Max = &s.Max
+		maxID, req.Max = s.Max, &s.Max
 	}
-	status, err := c.doStatus(ctx, http.MethodPut, "/v1/sequences/"+name, req, &info)
+	if err := api.ValidateBounds(start, maxID); err != nil {
+		return info, false, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	body, _ := json.Marshal(req)
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/sequences/"+name, body, &info, nil)
 	return info, status == http.StatusCreated, err
 }
 
-// SequenceInfo returns a sequence's settings and the lowest ID never handed
-// out.
+// SequenceInfo returns a sequence's settings, the lowest ID never handed to
+// any leader (nil once exhausted) and how many IDs remain.
 func (c *Client) SequenceInfo(ctx context.Context, name string) (api.Sequence, error) {
 	var info api.Sequence
+	if err := c.usable(ctx); err != nil {
+		return info, err
+	}
 	if err := api.ValidateSequenceName(name); err != nil {
 		return info, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/sequences/"+name, nil, &info)
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/sequences/"+name, nil, &info, nil)
 	return info, err
 }
 
 // Sequences lists every sequence.
 func (c *Client) Sequences(ctx context.Context) ([]api.Sequence, error) {
 	var out api.SequenceList
-	err := c.do(ctx, http.MethodGet, "/v1/sequences", nil, &out)
+	if err := c.usable(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/sequences", nil, &out, nil)
 	return out.Sequences, err
 }
 
-// Cluster returns the first reachable endpoint's view of the cluster.
+// Cluster returns the cluster's status as the first node that answers sees
+// it (the node that answered last is asked first).
 func (c *Client) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 	var st api.ClusterStatus
-	err := c.do(ctx, http.MethodGet, "/v1/cluster", nil, &st)
+	if err := c.usable(ctx); err != nil {
+		return st, err
+	}
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/cluster", nil, &st, nil)
 	return st, err
 }
 
-// AddMember adds a voter to the cluster.
+// AddMember adds a voter to the cluster. If an attempt's answer is lost and
+// the retry finds the member already added with other addresses, the call
+// returns ErrConflict.
 func (c *Client) AddMember(ctx context.Context, m api.JoinRequest) error {
-	return c.do(ctx, http.MethodPost, "/v1/cluster/members", m, nil)
-}
-
-// RemoveMember removes a member from the cluster.
-func (c *Client) RemoveMember(ctx context.Context, id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: member id is empty", ErrInvalidArgument)
+	if err := c.usable(ctx); err != nil {
+		return err
 	}
-	return c.do(ctx, http.MethodDelete, "/v1/cluster/members/"+url.PathEscape(id), nil, nil)
-}
-
-func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	_, err := c.doStatus(ctx, method, path, body, out)
+	if m.ID == "" || m.RaftAddr == "" || m.HTTPAddr == "" {
+		return invalidf("AddMember needs ID, RaftAddr and HTTPAddr, got %+v", m)
+	}
+	body, _ := json.Marshal(m)
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	_, err := c.roundTrip(ctx, http.MethodPost, "/v1/cluster/members", body, nil, nil)
 	return err
 }
 
-// doStatus tries each endpoint once, starting with the one that answered
-// last. Transport errors and 503s move on to the next endpoint; any other
-// answer is final.
-func (c *Client) doStatus(ctx context.Context, method, path string, body, out any) (int, error) {
-	var payload []byte
-	if body != nil {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return 0, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-		}
+// RemoveMember removes a member from the cluster. If an attempt's answer is
+// lost and the retry finds the member gone, the call returns ErrNotFound.
+func (c *Client) RemoveMember(ctx context.Context, id string) error {
+	if err := c.usable(ctx); err != nil {
+		return err
 	}
-	start := int(c.preferred.Load())
-	var errs []error
-	for i := range c.endpoints {
-		idx := (start + i) % len(c.endpoints)
-		status, err := c.attempt(ctx, c.endpoints[idx], method, path, payload, out)
-		if err == nil {
-			c.preferred.Store(int64(idx))
-			return status, nil
-		}
-		var apiErr *APIError
-		if errors.As(err, &apiErr) && apiErr.StatusCode != http.StatusServiceUnavailable {
-			c.preferred.Store(int64(idx))
-			return status, err
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
+	if id == "" {
+		return invalidf("RemoveMember: empty member id")
 	}
-	return 0, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+	ctx, cancel := c.withCallTimeout(ctx)
+	defer cancel()
+	_, err := c.roundTrip(ctx, http.MethodDelete, "/v1/cluster/members/"+url.PathEscape(id), nil, nil, nil)
+	return err
 }
 
-func (c *Client) attempt(ctx context.Context, base *url.URL, method, path string, payload []byte, out any) (int, error) {
+func (c *Client) withCallTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.callTimeout > 0 {
+		return context.WithTimeout(ctx, c.callTimeout)
+	}
+	return ctx, func() {}
+}
+
+func (c *Client) newBackoff() *backoff.ExponentialBackOff {
+	// With RandomizationFactor 1 the library draws uniformly from
+	// [0, 2·interval]: full jitter over [0, min(max, min·2^(k-1))] for the
+	// k-th wait when the interval starts at min/2 and is capped at max/2.
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.minBackoff / 2,
+		RandomizationFactor: 1,
+		Multiplier:          2,
+		MaxInterval:         c.maxBackoff / 2,
+	}
+	b.Reset()
+	return b
+}
+
+// roundTrip sends a request until an endpoint serves it, a final answer
+// comes, or ctx ends. Each round tries every endpoint once, starting with
+// the one that answered last; between rounds it waits with backoff (and at
+// least any Retry-After). It returns the status of the answer.
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, out any, onFailure func(error)) (int, error) {
+	var bo *backoff.ExponentialBackOff
+	var last error
+	for round := 1; ; round++ {
+		var retryAfter time.Duration
+		start := int(c.preferred.Load())
+		for i := range c.endpoints {
+			idx := (start + i) % len(c.endpoints)
+			status, ra, err := c.attempt(ctx, c.endpoints[idx], method, path, body, out)
+			if err == nil {
+				c.preferred.Store(int64(idx))
+				return status, nil
+			}
+			var apiErr *APIError
+			if errors.As(err, &apiErr) && !apiErr.retryable() {
+				c.preferred.Store(int64(idx))
+				return status, err
+			}
+			var fatal *fatalError
+			if errors.As(err, &fatal) {
+				return status, fatal.err
+			}
+			if ctx.Err() != nil {
+				break // this failure is the context's doing
+			}
+			last = err
+			retryAfter = max(retryAfter, ra)
+			if onFailure != nil {
+				onFailure(err)
+			}
+		}
+		if ctx.Err() != nil {
+			return 0, c.ended(ctx, last)
+		}
+		if bo == nil {
+			bo = c.newBackoff()
+		}
+		wait := max(bo.NextBackOff(), min(retryAfter, maxRetryAfter))
+		c.log.Debug("ticketd: no endpoint could serve; retrying", "method", method, "path", path,
+			"round", round, "wait", wait, "err", last)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, c.ended(ctx, last)
+		case <-c.ctx.Done():
+			t.Stop()
+			return 0, ErrClosed
+		}
+	}
+}
+
+// ended is the error of a call whose context ended.
+func (c *Client) ended(ctx context.Context, last error) error {
+	if c.ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		return ErrClosed
+	}
+	return unavailableError(ctx, last)
+}
+
+// fatalError marks a failure that no retry can fix (a request that cannot
+// be built, an answer that cannot be decoded).
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+// attempt sends the request to one endpoint once. It returns the status,
+// the Retry-After the answer asked for, and an error: an *APIError for a
+// non-2xx answer, a *fatalError for one no retry can fix, anything else for
+// a transport failure.
+func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, body []byte, out any) (int, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
 	defer cancel()
 	var rd io.Reader
-	if payload != nil {
-		rd = bytes.NewReader(payload)
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base.String()+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, ep.base+path, rd)
 	if err != nil {
-		return 0, err
+		return 0, 0, &fatalError{fmt.Errorf("%w: %v", ErrInvalidArgument, err)}
 	}
-	if payload != nil {
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", base.Host, err)
+		return 0, 0, fmt.Errorf("%s %s%s: %w", method, ep.base, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s: read answer: %w", base.Host, err)
+		return resp.StatusCode, 0, fmt.Errorf("%s %s%s: reading the answer: %w", method, ep.base, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		e := &APIError{StatusCode: resp.StatusCode}
+		e := &APIError{Endpoint: ep.base, StatusCode: resp.StatusCode}
 		if json.Unmarshal(data, &e.Problem) != nil || e.Problem.Title == "" {
-			e.Problem.Title = http.StatusText(resp.StatusCode)
-			e.Problem.Detail = strings.TrimSpace(string(data))
+			e.Problem = api.Problem{Title: http.StatusText(resp.StatusCode), Status: resp.StatusCode,
+				Detail: strings.TrimSpace(string(data))}
+			if len(e.Problem.Detail) > 200 {
+				e.Problem.Detail = e.Problem.Detail[:200] + "..."
+			}
 		}
-		return resp.StatusCode, e
+		return resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), e
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s: decode answer: %w", base.Host, err)
+			return resp.StatusCode, 0, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with a body that is not the expected JSON: %v",
+				ep.base, method, path, err)}
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, 0, nil
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+// Anything else, or a time in the past, is zero.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), maxRetryAfter)
+	}
+	return 0
 }

@@ -1,0 +1,153 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/snowflake"
+	"github.com/sony/sonyflake"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/client"
+)
+
+// The benchmarks measure a Sequence's cache: its refills go to an in-process
+// stand-in (fake_test.go) that answers ranges of api.MaxReserveCount IDs, so
+// that a refill comes once per 10 M IDs and is fetched ahead. Beside them,
+// bwmarrin/snowflake and sony/sonyflake generate IDs in-process in the same
+// run. Compare the ids/s columns.
+//
+//	go test -run XXX -bench . -benchmem ./client/
+
+func benchSequence(b *testing.B) *client.Sequence {
+	b.Helper()
+	f := newFake()
+	b.Cleanup(f.Close)
+	f.addSequence("bench", 1, api.DefaultMax)
+	c, err := client.New([]string{f.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	seq := c.Sequence("bench", client.WithRangeSize(api.MaxReserveCount, api.MaxReserveCount))
+	if _, err := seq.Next(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitFor(5*time.Second, func() bool { return !seq.Stats().Refilling }); err != nil {
+		b.Fatal("no prefetch")
+	}
+	return seq
+}
+
+func reportIDs(b *testing.B, perOp int) {
+	b.ReportMetric(float64(b.N)*float64(perOp)/b.Elapsed().Seconds(), "ids/s")
+}
+
+func BenchmarkSequence_Next(b *testing.B) {
+	seq := benchSequence(b)
+	ctx := context.Background()
+	var sink int64
+	for b.Loop() {
+		id, err := seq.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += id
+	}
+	reportIDs(b, 1)
+	_ = sink
+}
+
+func BenchmarkSequence_NextParallel(b *testing.B) {
+	seq := benchSequence(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := seq.Next(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportIDs(b, 1)
+}
+
+func BenchmarkSequence_NextN(b *testing.B) {
+	for _, n := range []int{16, 100, 1000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			seq := benchSequence(b)
+			ctx := context.Background()
+			for b.Loop() {
+				rs, err := seq.NextN(ctx, n)
+				if err != nil || len(rs) == 0 {
+					b.Fatal(err)
+				}
+			}
+			reportIDs(b, n)
+		})
+	}
+}
+
+func BenchmarkSnowflake_Generate(b *testing.B) {
+	node, err := snowflake.NewNode(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sink int64
+	for b.Loop() {
+		sink += node.Generate().Int64()
+	}
+	reportIDs(b, 1)
+	_ = sink
+}
+
+func BenchmarkSnowflake_GenerateParallel(b *testing.B) {
+	node, err := snowflake.NewNode(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = node.Generate()
+		}
+	})
+	reportIDs(b, 1)
+}
+
+func newSonyflake(b *testing.B) *sonyflake.Sonyflake {
+	sf, err := sonyflake.New(sonyflake.Settings{MachineID: func() (uint16, error) { return 1, nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sf
+}
+
+func BenchmarkSonyflake_NextID(b *testing.B) {
+	sf := newSonyflake(b)
+	var sink uint64
+	for b.Loop() {
+		id, err := sf.NextID()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += id
+	}
+	reportIDs(b, 1)
+	_ = sink
+}
+
+func BenchmarkSonyflake_NextIDParallel(b *testing.B) {
+	sf := newSonyflake(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := sf.NextID(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportIDs(b, 1)
+}

@@ -1,0 +1,379 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
+	"github.com/ticketd/ticketd/client"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/server"
+)
+
+// These tests run real 3-node clusters in this process (Raft over TCP on
+// 127.0.0.1, bolt stores in temp dirs, real HTTP) through the SDK.
+
+func TestCluster_ClientCallsAndErrors_RealServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	tc := testcluster.New(t, 3, nil)
+	leader := tc.Leader(10 * time.Second)
+	// Followers first: they forward to the leader.
+	var urls []string
+	for _, n := range tc.Running() {
+		if n.ID != leader.ID {
+			urls = append(urls, "http://"+n.HTTPAddr)
+		}
+	}
+	urls = append(urls, "http://"+leader.HTTPAddr)
+	c := newClient(t, urls)
+	ctx := ctxFor(t, 20*time.Second)
+
+	if _, created, err := c.CreateSequence(ctx, "small", client.SequenceSettings{Start: 10, Max: 109}); err != nil || !created {
+		t.Fatalf("CreateSequence = %v, %v", created, err)
+	}
+	if _, _, err := c.CreateSequence(ctx, "small", client.SequenceSettings{Start: 10}); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("CreateSequence with other settings = %v, want ErrConflict", err)
+	}
+	r, err := c.Reserve(ctx, "small", 60)
+	if err != nil || r.First < 10 || r.Len() != 60 {
+		t.Fatalf("Reserve = %+v, %v", r, err)
+	}
+	if _, err := c.Reserve(ctx, "small", 60); !errors.Is(err, client.ErrExhausted) {
+		t.Fatalf("Reserve past max = %v, want ErrExhausted", err)
+	}
+	if _, err := c.Reserve(ctx, "nope", 1); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("Reserve(nope) = %v, want ErrNotFound", err)
+	}
+	var apiErr *client.APIError
+	if _, err := c.SequenceInfo(ctx, "nope"); !errors.As(err, &apiErr) || apiErr.Problem.Type != api.ProblemNotFound {
+		t.Fatalf("SequenceInfo(nope) = %v, want the server's not-found problem", err)
+	}
+	info, err := c.SequenceInfo(ctx, "small")
+	if err != nil || info.Start != 10 || info.Max != 109 {
+		t.Fatalf("SequenceInfo = %+v, %v", info, err)
+	}
+	if list, err := c.Sequences(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("Sequences = %+v, %v", list, err)
+	}
+	st, err := c.Cluster(ctx)
+	if err != nil || st.Leader != leader.ID || len(st.Members) != 3 {
+		t.Fatalf("Cluster = %+v, %v; want leader %s and 3 members", st, err, leader.ID)
+	}
+	if err := c.RemoveMember(ctx, "n9"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("RemoveMember(n9) = %v, want ErrNotFound", err)
+	}
+
+	// A Sequence over the rest of "small": every ID once, then exhausted.
+	seq := c.Sequence("small", client.WithRangeSize(16, 16))
+	var got []int64
+	for len(got) < 100 {
+		id, err := seq.Next(ctx)
+		if errors.Is(err, client.ErrExhausted) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		if id <= r.Last || id > 109 || (len(got) > 0 && id <= got[len(got)-1]) {
+			t.Fatalf("Next = %d after %v (reserved %+v)", id, got, r)
+		}
+		got = append(got, id)
+	}
+	if len(got) == 0 || len(got) > 40 {
+		t.Fatalf("the Sequence served %d IDs of the 40 left", len(got))
+	}
+	t.Logf("the Sequence served %d of the 40 IDs left above %d (the server's own blocks may skip some)", len(got), r.Last)
+}
+
+// TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoWaitWhileCached
+// runs 8 goroutines that call Next on two Sequences of one sequence, each
+// from its own Client (two "processes"), while the leader is killed, then
+// restarted, then the new leader killed. Each fault phase lasts until both
+// Sequences have refilled through it. No ID may repeat, IDs must increase
+// per goroutine and Sequence, no call may fail, and no call may wait on the
+// network while its cache holds IDs. The longest wall-clock wait of a Next
+// is logged, not asserted (performance claims are benchmarks).
+func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoWaitWhileCached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	tc := testcluster.New(t, 3, nil)
+	urls := tc.URLs()
+	c1, c2 := newClient(t, urls), newClient(t, urls)
+	ctx := ctxFor(t, 90*time.Second)
+	if _, _, err := c1.CreateSequence(ctx, "ids", client.SequenceSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	// A 4 s coverage instead of the default 10 s makes refills frequent
+	// enough for each fault phase to see one, while the cache still
+	// outlasts an election.
+	seqs := []*client.Sequence{
+		c1.Sequence("ids", client.WithCoverage(4*time.Second)),
+		c2.Sequence("ids", client.WithCoverage(4*time.Second)),
+	}
+	for _, s := range seqs { // the first call of a Sequence waits: its cache is empty
+		if _, err := s.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const goroutines, perRound, maxRounds = 8, 16, 60_000
+	var (
+		stop      atomic.Bool
+		faults    atomic.Bool // a fault phase is on
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		all       []int64
+		maxWait   time.Duration
+		maxFault  time.Duration
+		slowCalls int // calls over 5 ms
+		calls     int
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			var (
+				ids       = make([]int64, 0, 1<<16)
+				last      [2]int64
+				myMax     time.Duration
+				myFault   time.Duration
+				mySlow, n int
+			)
+			defer func() {
+				mu.Lock()
+				all = append(all, ids...)
+				maxWait, maxFault = max(maxWait, myMax), max(maxFault, myFault)
+				slowCalls += mySlow
+				calls += n
+				mu.Unlock()
+			}()
+			for round := 0; round < maxRounds && !stop.Load(); round++ {
+				for k := 0; k < perRound; k++ {
+					i := (g + k) % 2
+					start := time.Now()
+					id, err := seqs[i].Next(ctx)
+					d := time.Since(start)
+					if err != nil {
+						t.Errorf("goroutine %d: Next on Sequence %d: %v", g, i, err)
+						return
+					}
+					if id <= last[i] {
+						t.Errorf("goroutine %d: Sequence %d gave %d after %d", g, i, id, last[i])
+						return
+					}
+					last[i] = id
+					ids = append(ids, id)
+					n++
+					myMax = max(myMax, d)
+					if faults.Load() {
+						myFault = max(myFault, d)
+					}
+					if d > 5*time.Millisecond {
+						mySlow++
+					}
+				}
+				time.Sleep(time.Millisecond) // ~100k IDs/s in all: a busy service, not a spin loop
+			}
+		})
+	}
+	defer func() { // also on t.Fatal: stop the callers before the cluster goes
+		stop.Store(true)
+		wg.Wait()
+	}()
+
+	// refilledThrough waits until both Sequences have received a range
+	// since the fault.
+	refilledThrough := func(what string) {
+		t.Helper()
+		before := []int64{seqs[0].Stats().Refills, seqs[1].Stats().Refills}
+		start := time.Now()
+		if err := waitFor(30*time.Second, func() bool {
+			return seqs[0].Stats().Refills > before[0] && seqs[1].Stats().Refills > before[1]
+		}); err != nil {
+			t.Fatalf("%s: the Sequences did not refill within 30 s: %+v, %+v", what, seqs[0].Stats(), seqs[1].Stats())
+		}
+		t.Logf("%s: both Sequences refilled %v later; %+v", what, time.Since(start).Round(time.Millisecond), seqs[0].Stats())
+	}
+
+	if err := waitFor(10*time.Second, func() bool { return seqs[0].Stats().Refills >= 3 && seqs[1].Stats().Refills >= 3 }); err != nil {
+		t.Fatalf("warm-up: %+v %+v", seqs[0].Stats(), seqs[1].Stats())
+	}
+	faults.Store(true)
+	first := tc.Leader(10 * time.Second)
+	tc.Kill(first.ID)
+	t.Logf("killed the leader %s", first.ID)
+	refilledThrough("leader killed")
+
+	tc.Restart(first.ID)
+	tc.WaitReady(20 * time.Second)
+	t.Logf("restarted %s", first.ID)
+	refilledThrough("old leader restarted")
+
+	second := tc.Leader(10 * time.Second)
+	if second.ID == first.ID { // unlikely: then kill a follower
+		for _, n := range tc.Running() {
+			if n.ID != first.ID {
+				second = n
+				break
+			}
+		}
+	}
+	tc.Kill(second.ID)
+	t.Logf("killed %s (the leader now is %s)", second.ID, tc.Leader(10*time.Second).ID)
+	refilledThrough("second leader killed")
+
+	stop.Store(true)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	checkUnique(t, all)
+	for i, s := range seqs {
+		if w := client.WaitsWhileCached(s); w != 0 {
+			t.Fatalf("Sequence %d: %d Next calls waited on the network while its cache held IDs", i, w)
+		}
+	}
+	st := []client.SequenceStats{seqs[0].Stats(), seqs[1].Stats()}
+	t.Logf("%d IDs from %d Next calls, no duplicate; longest Next wait %v (during the faults %v); calls over 5 ms: %d; "+
+		"waits on an empty cache after the first call: %d and %d; refills %d and %d; last range sizes %d and %d",
+		len(all), calls, maxWait, maxFault, slowCalls, st[0].Waits-1, st[1].Waits-1, st[0].Refills, st[1].Refills, st[0].RangeSize, st[1].RangeSize)
+}
+
+// TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself
+// kills every node: Next serves exactly the IDs cached, then returns
+// ErrUnavailable when its context ends; when the nodes come back the cache
+// refills on its own and Next goes on above every ID served before.
+func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	tc := testcluster.New(t, 3, nil)
+	c := newClient(t, tc.URLs())
+	ctx := ctxFor(t, 60*time.Second)
+	if _, _, err := c.CreateSequence(ctx, "down", client.SequenceSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	const size = 500
+	seq := c.Sequence("down", client.WithRangeSize(size, size))
+	highest, err := seq.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(10*time.Second, func() bool { st := seq.Stats(); return !st.Refilling && st.Cached == 2*size-1 }); err != nil {
+		t.Fatalf("cache not full: %+v", seq.Stats())
+	}
+
+	var ids []string
+	for _, n := range tc.Running() {
+		ids = append(ids, n.ID)
+		tc.Kill(n.ID)
+	}
+	served := 0
+	for served < 10*size { // bounded; the cache holds 2*size-1
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		id, err := seq.Next(short)
+		cancel()
+		if err != nil {
+			if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Next with every node down: %v; want ErrUnavailable and DeadlineExceeded", err)
+			}
+			t.Logf("after %d IDs from the cache: %v", served, err)
+			break
+		}
+		if id <= highest {
+			t.Fatalf("Next = %d after %d", id, highest)
+		}
+		highest = id
+		served++
+	}
+	if served != 2*size-1 {
+		t.Fatalf("served %d IDs with every node down; want exactly the %d cached", served, 2*size-1)
+	}
+	if w := client.WaitsWhileCached(seq); w != 0 {
+		t.Fatalf("%d Next calls waited while IDs were cached", w)
+	}
+	if _, err := c.Reserve(ctxFor(t, 300*time.Millisecond), "down", 1); !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("Reserve with every node down: %v; want ErrUnavailable", err)
+	}
+
+	slices.Reverse(ids)
+	for _, id := range ids {
+		tc.Restart(id)
+	}
+	t.Logf("restarted %v", ids)
+	// Nobody calls Next: the background refill must recover by itself.
+	if err := waitFor(30*time.Second, func() bool { return seq.Stats().Cached > 0 }); err != nil {
+		t.Fatalf("no refill within 30 s of the restart: %+v", seq.Stats())
+	}
+	id, err := seq.Next(ctx)
+	if err != nil || id <= highest {
+		t.Fatalf("Next after recovery = %d, %v; want above %d", id, err, highest)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seq.Next(ctx); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("Next after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestCluster_BearerTokens_401And403AreErrUnauthorized_NeverRetried runs a
+// cluster that requires tokens: the right token works, a missing or wrong
+// one is ErrUnauthorized (401), a token without the scope is ErrUnauthorized
+// (403), and none of them is retried.
+func TestCluster_BearerTokens_401And403AreErrUnauthorized_NeverRetried(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	const admin, reserve = "admin-0123456789abcdef0123456789", "reserve-0123456789abcdef0123456789"
+	tokens, err := auth.Parse(strings.NewReader("admin " + admin + "\nreserve " + reserve + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := testcluster.NewWithOptions(t, 3, testcluster.Options{
+		Token: admin,
+		Tweak: func(id string, cfg *server.Config) { cfg.Tokens = tokens },
+	})
+	urls := tc.URLs()
+	ctx := ctxFor(t, 20*time.Second)
+
+	adm := newClient(t, urls, client.WithBearerToken(admin))
+	if _, _, err := adm.CreateSequence(ctx, "auth", client.SequenceSettings{}); err != nil {
+		t.Fatalf("CreateSequence with the admin token: %v", err)
+	}
+	res := newClient(t, urls, client.WithBearerToken(reserve))
+	if _, err := res.Reserve(ctx, "auth", 3); err != nil {
+		t.Fatalf("Reserve with the reserve token: %v", err)
+	}
+	if _, err := res.Sequence("auth").Next(ctx); err != nil {
+		t.Fatalf("Next with the reserve token: %v", err)
+	}
+
+	check := func(what string, err error, status int, typ string) {
+		t.Helper()
+		var apiErr *client.APIError
+		if !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &apiErr) || apiErr.StatusCode != status || apiErr.Problem.Type != typ {
+			t.Fatalf("%s: %v; want ErrUnauthorized, %d %s", what, err, status, typ)
+		}
+		if errors.Is(err, client.ErrUnavailable) {
+			t.Fatalf("%s: %v was retried until the context ended; a %d is final", what, err, status)
+		}
+	}
+	_, err = newClient(t, urls).Reserve(ctx, "auth", 1)
+	check("Reserve without a token", err, http.StatusUnauthorized, api.ProblemUnauthorized)
+	_, err = newClient(t, urls, client.WithBearerToken("wrong-0123456789abcdef0123456789")).Sequence("auth").Next(ctx)
+	check("Next with a wrong token", err, http.StatusUnauthorized, api.ProblemUnauthorized)
+	_, _, err = res.CreateSequence(ctx, "other", client.SequenceSettings{})
+	check("CreateSequence with the reserve token", err, http.StatusForbidden, api.ProblemForbidden)
+}
