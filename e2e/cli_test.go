@@ -46,9 +46,15 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 
 	// Client commands, through --addr and through TICKETD_ADDR.
 	env := []string{"TICKETD_ADDR=" + n2.url() + "," + n1.url()}
-	var st api.ClusterStatus
+	var st struct {
+		api.ClusterStatus
+		Capacity struct {
+			Sequences  []json.RawMessage `json:"sequences"`
+			Namespaces []json.RawMessage `json:"namespaces"`
+		} `json:"capacity"`
+	}
 	cliJSON(t, nil, &st, "status", addrFlag)
-	if st.Node == "" || st.Leader == "" || len(st.Members) != 2 {
+	if st.Node == "" || st.Leader == "" || len(st.Members) != 2 || st.Capacity.Sequences == nil {
 		t.Fatalf("ticketd status: %+v, want a node, a leader and 2 members", st)
 	}
 	var seq api.Sequence
