@@ -47,9 +47,7 @@ func (s *Service) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		if s.metrics != nil {
-			s.metrics.HTTPRequests.WithLabelValues(route, req.Method, strconv.Itoa(status)).Inc()
-		}
+		s.metrics.ObserveHTTP(route, req.Method, status)
 		level := slog.LevelDebug
 		if status >= 500 && status != http.StatusServiceUnavailable {
 			level = slog.LevelWarn

@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,6 +50,17 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	labels map[string]struct{}
+
+	// Children of the vectors, cached: looking a child up by label values
+	// hashes them every time, which on the reservation path costs more
+	// than the rest of the bookkeeping.
+	seqChildren  sync.Map // sequence name -> *sequenceChildren
+	httpChildren sync.Map // route+method+code -> prometheus.Counter
+}
+
+type sequenceChildren struct {
+	ok, ids prometheus.Counter
+	okTime  prometheus.Observer
 }
 
 // New creates the collectors and registers them, with Go and process
@@ -182,6 +194,22 @@ func (m *Metrics) ObserveReservation(sequence, outcome string, ids int64, d time
 	if m == nil {
 		return
 	}
+	if outcome == "ok" {
+		c, ok := m.seqChildren.Load(sequence)
+		if !ok {
+			label := m.SequenceLabel(sequence)
+			c, _ = m.seqChildren.LoadOrStore(sequence, &sequenceChildren{
+				ok:     m.Reservations.WithLabelValues(label, "ok"),
+				ids:    m.IDsIssued.WithLabelValues(label),
+				okTime: m.ReservationSeconds.WithLabelValues("ok"),
+			})
+		}
+		sc := c.(*sequenceChildren)
+		sc.ok.Inc()
+		sc.ids.Add(float64(ids))
+		sc.okTime.Observe(d.Seconds())
+		return
+	}
 	label := m.SequenceLabel(sequence)
 	m.Reservations.WithLabelValues(label, outcome).Inc()
 	if outcome == "ok" {
@@ -245,6 +273,24 @@ func (m *Metrics) SnapshotRestored() {
 	if m != nil {
 		m.SnapshotRestores.Inc()
 	}
+}
+
+// ObserveHTTP counts one HTTP request.
+func (m *Metrics) ObserveHTTP(route, method string, code int) {
+	if m == nil {
+		return
+	}
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS":
+	default:
+		method = "other" // clients choose the method: keep the label bounded
+	}
+	key := route + " " + method + " " + strconv.Itoa(code)
+	c, ok := m.httpChildren.Load(key)
+	if !ok {
+		c, _ = m.httpChildren.LoadOrStore(key, m.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // SetAuditViolations records the result of a uniqueness probe.
