@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-core.sh: throughput/latency of a 3-node ticketd cluster on loopback,
 # compared with a bare Echo server (the HTTP ceiling of this machine), plus
-# failover gaps while SIGKILLing the leader.
+# failover gaps while SIGKILLing the leader. The full side-by-side comparison
+# (etcd, Redis, PostgreSQL, MariaDB, scaling, SDK) is scripts/bench.sh.
 #
 # Usage: scripts/bench-core.sh
 # Environment (all optional):

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,6 +23,16 @@ type failoverConfig struct {
 	Duration  time.Duration
 	Timeout   time.Duration
 	Threshold time.Duration
+	// Kind is the system probed ("" or "http": ticketd; "etcd"). Each
+	// target gets its own client, tried in turn on failure.
+	Kind   string
+	System string
+	// KillPID, when > 0, is sent SIGKILL KillAfter after the probe
+	// starts; the report then says how long after the kill the first
+	// reservation that started after it succeeded.
+	KillPID   int
+	KillAfter time.Duration
+	Peer      peerOptions
 }
 
 // probeFailure is one failed try against one target.
@@ -49,6 +57,8 @@ type gap struct {
 
 // failoverReport is what --json writes.
 type failoverReport struct {
+	Kind         string         `json:"kind"`
+	System       string         `json:"system,omitempty"`
 	Targets      []string       `json:"targets"`
 	Sequence     string         `json:"sequence"`
 	IntervalMs   float64        `json:"interval_ms"`
@@ -68,6 +78,12 @@ type failoverReport struct {
 	TailMs           float64    `json:"tail_since_last_success_ms"`
 	Gaps             []gap      `json:"gaps"`
 	Check            rangeCheck `json:"range_check"`
+	// KilledPID and KilledAtMs say when the probe SIGKILLed the leader;
+	// RecoveryMs is the time from that kill to the completion of the first
+	// successful reservation that was sent after it (-1: none in the run).
+	KilledPID  int     `json:"killed_pid,omitempty"`
+	KilledAtMs float64 `json:"killed_at_ms,omitempty"`
+	RecoveryMs float64 `json:"recovery_ms,omitempty"`
 }
 
 func runFailover(ctx context.Context, args []string) error {
@@ -79,17 +95,29 @@ func runFailover(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 200*time.Millisecond, "per-request timeout")
 	threshold := fs.Duration("threshold", 50*time.Millisecond, "gaps longer than this go into the JSON")
 	jsonOut := fs.String("json", "", "write the report (gaps > threshold) to this file (- for stdout)")
+	kind := fs.String("kind", "http", "system probed: http (ticketd) or etcd (the CAS counter)")
+	system := fs.String("system", "", "system name recorded in the JSON")
+	killPID := fs.Int("kill-pid", 0, "SIGKILL this process (the leader) --kill-after into the probe and report the recovery time")
+	killAfter := fs.Duration("kill-after", time.Second, "when to send the SIGKILL of --kill-pid")
+	po := addPeerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ts, err := parseTargets(*targets)
+	if *kind != "http" && *kind != "etcd" {
+		return fmt.Errorf("--kind %q: the probe supports http and etcd", *kind)
+	}
+	ts, err := parseKindTargets(*kind, *targets)
 	if err != nil {
 		return err
 	}
 	if *interval <= 0 || *dur <= 0 || *timeout <= 0 {
 		return errors.New("--interval, --duration and --timeout must be > 0")
 	}
-	cfg := failoverConfig{Targets: ts, Sequence: *seq, Interval: *interval, Duration: *dur, Timeout: *timeout, Threshold: *threshold}
+	if *killPID > 0 && (*killAfter <= 0 || *killAfter >= *dur) {
+		return errors.New("--kill-after must be inside (0, --duration)")
+	}
+	cfg := failoverConfig{Targets: ts, Sequence: *seq, Interval: *interval, Duration: *dur, Timeout: *timeout, Threshold: *threshold,
+		Kind: *kind, System: *system, KillPID: *killPID, KillAfter: *killAfter, Peer: *po}
 	rep, err := probe(ctx, cfg)
 	if err != nil {
 		return err
@@ -116,43 +144,73 @@ func runFailover(ctx context.Context, args []string) error {
 // the point is to see the first moment the cluster serves again, not to be
 // a polite client.
 func probe(ctx context.Context, cfg failoverConfig) (*failoverReport, error) {
-	tr := newTransport(2)
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
-
-	if err := ensureSequence(ctx, client, cfg.Targets, cfg.Sequence, 10*time.Second); err != nil {
-		return nil, err
+	// One backend (client) per target, so that a dead node costs one
+	// failed try and the probe moves on, the same way for every kind.
+	var rs []reserver
+	for _, t := range cfg.Targets {
+		lc := loadConfig{Targets: []string{t}, Sequence: cfg.Sequence, Count: 1, Timeout: cfg.Timeout, Kind: cfg.Kind, Peer: cfg.Peer}
+		be, err := newBackend(lc, 2)
+		if err != nil {
+			return nil, err
+		}
+		defer be.close()
+		r, err := be.newReserver(ctx, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer r.close()
+		rs = append(rs, r)
+		if len(rs) == 1 {
+			// Setup through the first target, which may have to wait for
+			// a leader; the sequence/key is shared by all.
+			if err := setupAny(ctx, cfg, be); err != nil {
+				return nil, err
+			}
+		}
 	}
 
-	body := []byte(`{"count":1}`)
 	var (
 		successes []time.Duration // completion times since start
+		sent      []time.Duration // start times of those successes
 		failures  []probeFailure
 		ranges    []idRange
 		attempts  int
-		buf       bytes.Buffer
 		preferred int
 	)
 	start := time.Now()
 	end := start.Add(cfg.Duration)
+
+	var killedAt atomic.Int64 // since start, ns; 0 = not yet
+	killErr := make(chan error, 1)
+	if cfg.KillPID > 0 {
+		t := time.AfterFunc(cfg.KillAfter, func() {
+			err := syscall.Kill(cfg.KillPID, syscall.SIGKILL)
+			killedAt.Store(int64(time.Since(start)))
+			killErr <- err
+		})
+		defer t.Stop()
+	}
+
 	next := start
 	for ctx.Err() == nil && time.Now().Before(end) {
 		attempts++
-		for i := range cfg.Targets {
-			ti := (preferred + i) % len(cfg.Targets)
-			t := cfg.Targets[ti]
-			rr, kind := probeOnce(ctx, client, t+rangesPath(cfg.Sequence), body, &buf)
+		for i := range rs {
+			ti := (preferred + i) % len(rs)
+			t0 := time.Since(start)
+			rg, _, err := rs[ti].reserve(ctx)
 			if ctx.Err() != nil {
 				break
 			}
 			at := time.Since(start)
-			if kind == "" {
+			if err == nil {
 				successes = append(successes, at)
-				ranges = append(ranges, idRange{First: rr.First, Last: rr.Last})
+				sent = append(sent, t0)
+				ranges = append(ranges, rg)
 				preferred = ti
 				break
 			}
-			failures = append(failures, probeFailure{At: at, Target: t, Kind: kind})
+			kind, _ := errKind(err)
+			failures = append(failures, probeFailure{At: at, Target: cfg.Targets[ti], Kind: kind})
 			if !time.Now().Before(end) {
 				break
 			}
@@ -171,8 +229,44 @@ func probe(ctx context.Context, cfg failoverConfig) (*failoverReport, error) {
 	}
 
 	rep := buildFailoverReport(cfg, start, total, attempts, successes, failures)
+	rep.Kind, rep.System = kindOrHTTP(cfg.Kind), cfg.System
 	rep.Check = checkRanges(ranges, 1)
+	if cfg.KillPID > 0 {
+		rep.KilledPID = cfg.KillPID
+		select {
+		case err := <-killErr:
+			if err != nil {
+				return rep, fmt.Errorf("kill %d: %w", cfg.KillPID, err)
+			}
+		default:
+			return rep, errors.New("the kill did not happen within the run")
+		}
+		rep.KilledAtMs, rep.RecoveryMs = recoveryAfter(time.Duration(killedAt.Load()), sent, successes)
+	}
 	return rep, nil
+}
+
+// recoveryAfter returns the kill time and the time from it to the completion
+// of the first success that was sent at or after it (-1 if there is none).
+// A request already in flight at the kill says nothing about recovery.
+func recoveryAfter(kill time.Duration, sent, done []time.Duration) (killMs, recoveryMs float64) {
+	for i := range sent {
+		if sent[i] >= kill {
+			return ms(kill), ms(done[i] - kill)
+		}
+	}
+	return ms(kill), -1
+}
+
+// setupAny runs the backend's setup (create the sequence) for the probe.
+func setupAny(ctx context.Context, cfg failoverConfig, be backend) error {
+	if kindOrHTTP(cfg.Kind) == "http" {
+		// Any node will do; try them all, a leader may not exist yet.
+		tr := newTransport(2)
+		defer tr.CloseIdleConnections()
+		return ensureSequence(ctx, &http.Client{Transport: tr, Timeout: time.Second}, cfg.Targets, cfg.Sequence, 10*time.Second)
+	}
+	return be.setup(ctx, 10*time.Second)
 }
 
 // buildFailoverReport derives the gap figures from the success and failure
@@ -236,23 +330,6 @@ func buildFailoverReport(cfg failoverConfig, start time.Time, total time.Duratio
 	return rep
 }
 
-// probeOnce does one reservation. kind is "" on success, otherwise a short
-// classification of the failure for the gap report.
-func probeOnce(ctx context.Context, client *http.Client, url string, body []byte, buf *bytes.Buffer) (rangeResponse, string) {
-	var rr rangeResponse
-	status, err := postOnce(ctx, client, url, body, buf)
-	if err != nil {
-		return rr, classifyErr(err)
-	}
-	if status != http.StatusOK {
-		return rr, strconv.Itoa(status)
-	}
-	if err := json.Unmarshal(buf.Bytes(), &rr); err != nil {
-		return rr, "decode"
-	}
-	return rr, ""
-}
-
 func classifyErr(err error) string {
 	var ne net.Error
 	switch {
@@ -285,6 +362,10 @@ func printFailover(w io.Writer, rep *failoverReport) {
 		fmt.Fprintf(w, "  gap %8.1f ms  from %8.1f to %8.1f ms  failed tries %d%s\n", g.GapMs, g.FromMs, g.ToMs, g.FailedTries, note)
 	}
 	// Stable key=value line that scripts/bench-core.sh greps for.
-	fmt.Fprintf(w, "longest_gap_ms=%.1f at_ms=%.1f tail_ms=%.1f overlaps=%d\n",
+	fmt.Fprintf(w, "longest_gap_ms=%.1f at_ms=%.1f tail_ms=%.1f overlaps=%d",
 		rep.LongestGapMs, rep.LongestGapFromMs, rep.TailMs, rep.Check.Overlaps)
+	if rep.KilledPID > 0 {
+		fmt.Fprintf(w, " killed_at_ms=%.1f recovery_ms=%.1f", rep.KilledAtMs, rep.RecoveryMs)
+	}
+	fmt.Fprintln(w)
 }

@@ -32,17 +32,27 @@ func runLeader(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("leader", flag.ExitOnError)
 	targets := fs.String("targets", "http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083", "comma-separated base URLs, all must be ready")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	kind := fs.String("kind", "http", "http (ticketd nodes' API URLs) or etcd (client endpoints host:port)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ts, err := parseTargets(*targets)
+	if *kind != "http" && *kind != "etcd" {
+		return fmt.Errorf("--kind %q: want http or etcd", *kind)
+	}
+	ts, err := parseKindTargets(*kind, *targets)
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Transport: newTransport(2), Timeout: time.Second}
+	tr := newTransport(2)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: time.Second}
+	once := func() (string, string, error) { return leaderOnce(ctx, client, ts) }
+	if *kind == "etcd" {
+		once = func() (string, string, error) { return etcdLeaderOnce(ctx, ts) }
+	}
 	deadline := time.Now().Add(*timeout)
 	for {
-		id, addr, why := leaderOnce(ctx, client, ts)
+		id, addr, why := once()
 		if why == nil {
 			fmt.Printf("%s %s\n", id, addr)
 			return nil
@@ -112,4 +122,46 @@ func getStatus(ctx context.Context, client *http.Client, url string, out any) (i
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// etcdLeaderOnce asks every endpoint for its status; all must answer and
+// name the same leader. It returns the leader's member name and endpoint.
+func etcdLeaderOnce(ctx context.Context, endpoints []string) (name, endpoint string, why error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cli, err := newEtcdClient(endpoints, time.Second)
+	if err != nil {
+		return "", "", err
+	}
+	defer cli.Close()
+	var leader uint64
+	for _, ep := range endpoints {
+		st, err := cli.Status(ctx, ep)
+		if err != nil {
+			return "", "", fmt.Errorf("%s: %w", ep, err)
+		}
+		if st.Leader == 0 {
+			return "", "", fmt.Errorf("%s reports no leader", ep)
+		}
+		if leader != 0 && st.Leader != leader {
+			return "", "", fmt.Errorf("endpoints disagree on the leader (%x vs %x)", leader, st.Leader)
+		}
+		leader = st.Leader
+		if st.Header.MemberId == leader {
+			endpoint = ep
+		}
+	}
+	if endpoint == "" {
+		return "", "", fmt.Errorf("leader %x is none of the endpoints", leader)
+	}
+	ml, err := cli.MemberList(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	for _, m := range ml.Members {
+		if m.ID == leader {
+			return m.Name, endpoint, nil
+		}
+	}
+	return "", "", fmt.Errorf("leader %x not in the member list", leader)
 }

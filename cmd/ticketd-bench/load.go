@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +30,19 @@ type loadConfig struct {
 	Label    string
 	// SetupTimeout bounds the retries of the initial PUT; 0 means 15s.
 	SetupTimeout time.Duration
+
+	// Kind selects the system driven: "http" (ticketd or the baseline,
+	// the default), or a peer: "etcd", "redis", "postgres", "mysql".
+	Kind string
+	// Metadata copied into the report for `report` to group runs.
+	System string
+	Group  string
+	Nodes  int
+	// Extra options of a peer kind (see peerOptions).
+	Peer peerOptions
+	// PIDs are the server processes whose CPU time each level reports
+	// (with their descendants); none: no server figure.
+	PIDs []int
 }
 
 // levelResult holds the figures of one concurrency level. Latencies cover
@@ -49,14 +61,28 @@ type levelResult struct {
 	MeanMs             float64        `json:"mean_ms"`
 	Errors             map[string]int `json:"errors"`
 	ErrorsTotal        int            `json:"errors_total"`
-	WarmupRequests     int            `json:"warmup_requests"`
-	WarmupErrors       int            `json:"warmup_errors"`
-	Check              rangeCheck     `json:"range_check"`
+	// Retries counts the extra round trips some systems need per
+	// reservation (etcd's compare-and-swap losing a race, a MariaDB deadlock
+	// victim retried); not errors.
+	Retries int `json:"retries,omitempty"`
+	// CPU is what the window cost in cores: the servers (--pids), this
+	// load generator, and the whole machine (other work included).
+	CPU cpuUse `json:"cpu"`
+	// ServerCPUPerResUs is server CPU time per reservation, µs.
+	ServerCPUPerResUs float64    `json:"server_cpu_per_res_us,omitempty"`
+	WarmupRequests    int        `json:"warmup_requests"`
+	WarmupErrors      int        `json:"warmup_errors"`
+	Check             rangeCheck `json:"range_check"`
 }
 
 // loadReport is what --json writes.
 type loadReport struct {
 	Label      string        `json:"label"`
+	Kind       string        `json:"kind"`
+	System     string        `json:"system,omitempty"`
+	Group      string        `json:"group,omitempty"`
+	Nodes      int           `json:"nodes,omitempty"`
+	Note       string        `json:"note,omitempty"`
 	Targets    []string      `json:"targets"`
 	Sequence   string        `json:"sequence"`
 	Count      uint64        `json:"count"`
@@ -80,6 +106,7 @@ type workerResult struct {
 	errs       map[string]int
 	warmupOK   int
 	warmupErrs int
+	retries    int
 }
 
 func parseLevels(s string) ([]int, error) {
@@ -101,6 +128,22 @@ func parseLevels(s string) ([]int, error) {
 	return out, nil
 }
 
+func parsePIDs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad pid %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func runLoad(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	target := fs.String("target", "http://127.0.0.1:8081", "comma-separated base URLs; worker i uses target i%len")
@@ -113,10 +156,23 @@ func runLoad(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "write full results as JSON to this file (- for stdout)")
 	label := fs.String("label", "", "name for this run in tables and JSON")
 	setupTimeout := fs.Duration("setup-timeout", 15*time.Second, "how long to keep retrying the initial PUT (e.g. while a leader is elected)")
+	kind := fs.String("kind", "http", "system to drive: http (ticketd or baseline), etcd, redis, postgres, mysql")
+	system := fs.String("system", "", "system name recorded in the JSON (for `report`)")
+	group := fs.String("group", "", "group recorded in the JSON (for `report`): main, nodes, range, smoke")
+	nodes := fs.Int("nodes", 0, "cluster size recorded in the JSON")
+	po := addPeerFlags(fs)
+	pidList := fs.String("pids", "", "comma-separated pids of the server processes, for CPU accounting")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	targets, err := parseTargets(*target)
+	pids, err := parsePIDs(*pidList)
+	if err != nil {
+		return err
+	}
+	if !validKind(*kind) {
+		return fmt.Errorf("--kind %q: want http, etcd, redis, postgres or mysql", *kind)
+	}
+	targets, err := parseKindTargets(*kind, *target)
 	if err != nil {
 		return err
 	}
@@ -134,6 +190,7 @@ func runLoad(ctx context.Context, args []string) error {
 		Targets: targets, Sequence: *seq, Count: *count, Levels: levels,
 		Duration: *dur, Warmup: *warm, Timeout: *timeout, Label: *label,
 		SetupTimeout: *setupTimeout,
+		Kind:         *kind, System: *system, Group: *group, Nodes: *nodes, Peer: *po, PIDs: pids,
 	}
 	if cfg.Label == "" {
 		cfg.Label = strings.Join(targets, ",")
@@ -182,20 +239,24 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 	for _, c := range cfg.Levels {
 		maxConc = max(maxConc, c)
 	}
-	tr := newTransport(maxConc)
-	defer tr.CloseIdleConnections()
+	be, err := newBackend(cfg, maxConc)
+	if err != nil {
+		return nil, err
+	}
+	defer be.close()
 
-	setup := &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	setupTimeout := cfg.SetupTimeout
 	if setupTimeout <= 0 {
 		setupTimeout = 15 * time.Second
 	}
-	if err := ensureSequence(ctx, setup, cfg.Targets, cfg.Sequence, setupTimeout); err != nil {
+	if err := be.setup(ctx, setupTimeout); err != nil {
 		return nil, err
 	}
 
 	rep := &loadReport{
-		Label: cfg.Label, Targets: cfg.Targets, Sequence: cfg.Sequence, Count: cfg.Count,
+		Label: cfg.Label, Kind: kindOrHTTP(cfg.Kind), System: cfg.System, Group: cfg.Group, Nodes: cfg.Nodes,
+		Note:    be.note(),
+		Targets: cfg.Targets, Sequence: cfg.Sequence, Count: cfg.Count,
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(),
 		StartedAt: time.Now().UTC(), GoVersion: runtime.Version(),
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
@@ -208,7 +269,10 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 		if progress != nil {
 			fmt.Fprintf(progress, "[%s] concurrency %d: %s warmup + %s measured...\n", cfg.Label, c, cfg.Warmup, cfg.Duration)
 		}
-		lr, ranges := runLevel(ctx, tr, cfg, c)
+		lr, ranges, err := runLevel(ctx, be, cfg, c)
+		if err != nil {
+			return rep, fmt.Errorf("concurrency %d: %w", c, err)
+		}
 		rep.Levels = append(rep.Levels, lr)
 		all = append(all, ranges...)
 	}
@@ -222,8 +286,23 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 // runLevel runs conc closed-loop workers for warmup+duration and merges
 // their results. It returns the level's figures and every range received
 // (warmup included: a duplicate ID is a bug whenever it happens).
-func runLevel(ctx context.Context, tr *http.Transport, cfg loadConfig, conc int) (levelResult, []idRange) {
-	body := []byte(fmt.Sprintf(`{"count":%d}`, cfg.Count))
+func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelResult, []idRange, error) {
+	// One reserver per worker: each holds its own connection (a closed-loop
+	// worker has at most one request in flight), made before the clock
+	// starts so that dialing is not measured.
+	rs := make([]reserver, 0, conc)
+	defer func() {
+		for _, r := range rs {
+			r.close()
+		}
+	}()
+	for i := 0; i < conc; i++ {
+		r, err := be.newReserver(ctx, i)
+		if err != nil {
+			return levelResult{}, nil, fmt.Errorf("worker %d: %w", i, err)
+		}
+		rs = append(rs, r)
+	}
 
 	// Size the per-worker slices for roughly 50k req/s spread over the
 	// workers so the common case never reallocates mid-run; append still
@@ -245,18 +324,22 @@ func runLevel(ctx context.Context, tr *http.Transport, cfg loadConfig, conc int)
 	measureStart := start.Add(cfg.Warmup)
 	end := measureStart.Add(cfg.Duration)
 
+	// CPU samples at the edges of the measured window.
+	cpuDone := make(chan cpuUse, 1)
+	go func() {
+		sleepUntil(ctx, measureStart)
+		a := sampleCPU(cfg.PIDs)
+		sleepUntil(ctx, end)
+		cpuDone <- cpuBetween(a, sampleCPU(cfg.PIDs))
+	}()
+
 	var wg sync.WaitGroup
 	for i := 0; i < conc; i++ {
-		// Each worker has its own Client but they share the transport: a
-		// closed-loop worker holds at most one request in flight, so it
-		// keeps reusing one keep-alive connection from the pool.
-		client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
-		url := cfg.Targets[i%len(cfg.Targets)] + rangesPath(cfg.Sequence)
 		wg.Add(1)
-		go func(res *workerResult) {
+		go func(r reserver, res *workerResult) {
 			defer wg.Done()
-			loadWorker(ctx, client, url, body, measureStart, end, res)
-		}(&results[i])
+			loadWorker(ctx, r, measureStart, end, res)
+		}(rs[i], &results[i])
 	}
 	wg.Wait()
 
@@ -273,6 +356,7 @@ func runLevel(ctx context.Context, tr *http.Transport, cfg loadConfig, conc int)
 		}
 		lr.WarmupRequests += r.warmupOK
 		lr.WarmupErrors += r.warmupErrs
+		lr.Retries += r.retries
 		results[i] = workerResult{} // let the GC have it before the next level
 	}
 	s := summarize(lat)
@@ -281,10 +365,14 @@ func runLevel(ctx context.Context, tr *http.Transport, cfg loadConfig, conc int)
 	lr.IDsPerSec = lr.ReservationsPerSec * float64(cfg.Count)
 	lr.P50Ms, lr.P99Ms, lr.P999Ms = ms(s.P50), ms(s.P99), ms(s.P999)
 	lr.MaxMs, lr.MeanMs = ms(s.Max), ms(s.Mean)
+	lr.CPU = <-cpuDone
+	if len(cfg.PIDs) > 0 && lr.ReservationsPerSec > 0 {
+		lr.ServerCPUPerResUs = lr.CPU.ServerCores * 1e6 / lr.ReservationsPerSec
+	}
 	// checkRanges sorts in place; the caller's overall check re-sorts the
 	// concatenation, so sharing the backing array here is fine.
 	lr.Check = checkRanges(ranges, cfg.Count)
-	return lr, ranges
+	return lr, ranges, nil
 }
 
 // errBackoff is how long a worker pauses after a transport error or 5xx.
@@ -294,10 +382,7 @@ const errBackoff = 10 * time.Millisecond
 
 // loadWorker is the closed loop: send, wait for the answer, repeat until
 // end. Latency uses time.Since, which reads the monotonic clock.
-func loadWorker(ctx context.Context, client *http.Client, url string, body []byte, measureStart, end time.Time, res *workerResult) {
-	var buf bytes.Buffer
-	buf.Grow(256)
-	var rr rangeResponse
+func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, res *workerResult) {
 	for {
 		t0 := time.Now()
 		if !t0.Before(end) || ctx.Err() != nil {
@@ -305,41 +390,24 @@ func loadWorker(ctx context.Context, client *http.Client, url string, body []byt
 		}
 		measured := !t0.Before(measureStart)
 
-		status, err := postOnce(ctx, client, url, body, &buf)
+		rg, retries, err := r.reserve(ctx)
 		elapsed := time.Since(t0)
 		if err != nil {
 			if ctx.Err() != nil {
 				return // interrupted: not the server's fault
 			}
+			kind, backoff := errKind(err)
 			if measured {
-				res.errs["transport"]++
+				res.errs[kind]++
 			} else {
 				res.warmupErrs++
 			}
-			sleepUntil(ctx, earliest(time.Now().Add(errBackoff), end))
-			continue
-		}
-		if status != http.StatusOK {
-			if measured {
-				res.errs[strconv.Itoa(status)]++
-			} else {
-				res.warmupErrs++
-			}
-			if status >= 500 {
+			if backoff {
 				sleepUntil(ctx, earliest(time.Now().Add(errBackoff), end))
 			}
 			continue
 		}
-		rr = rangeResponse{}
-		if err := json.Unmarshal(buf.Bytes(), &rr); err != nil {
-			if measured {
-				res.errs["decode"]++
-			} else {
-				res.warmupErrs++
-			}
-			continue
-		}
-		res.ranges = append(res.ranges, idRange{First: rr.First, Last: rr.Last})
+		res.ranges = append(res.ranges, rg)
 		switch {
 		case !measured:
 			res.warmupOK++
@@ -349,6 +417,7 @@ func loadWorker(ctx context.Context, client *http.Client, url string, body []byt
 			// so every level is measured over exactly --duration.
 		default:
 			res.lat = append(res.lat, elapsed)
+			res.retries += retries
 		}
 	}
 }
@@ -407,15 +476,19 @@ func printLoadTable(w io.Writer, rep *loadReport) {
 	fmt.Fprintf(w, "== %s  targets=%s  sequence=%s  count=%d  duration=%gs  warmup=%gs  cpus=%d\n",
 		rep.Label, strings.Join(rep.Targets, ","), rep.Sequence, rep.Count, rep.DurationS, rep.WarmupS, rep.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "conc\trequests\tres/s\tIDs/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\toverlaps\t")
+	fmt.Fprintln(tw, "conc\trequests\tres/s\tIDs/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\tretries\toverlaps\tserver cores\tµs/res\tclient cores\tmachine busy\t")
 	for _, l := range rep.Levels {
-		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.2f\t\n",
 			l.Concurrency, l.Requests, l.ReservationsPerSec, l.IDsPerSec,
-			l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs, fmtErrors(l.Errors), l.Check.Overlaps)
+			l.P50Ms, l.P99Ms, l.P999Ms, l.MaxMs, fmtErrors(l.Errors), l.Retries, l.Check.Overlaps,
+			l.CPU.ServerCores, l.ServerCPUPerResUs, l.CPU.ClientCores, l.CPU.MachineCores)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "ranges checked: %d  overlaps: %d  wrong size: %d  IDs seen: %d..%d\n",
 		rep.Overall.Ranges, rep.Overall.Overlaps, rep.Overall.BadSize, rep.Overall.MinFirst, rep.Overall.MaxLast)
+	if rep.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", rep.Note)
+	}
 }
 
 // earliest returns the earlier of two instants (time.Time is not ordered,

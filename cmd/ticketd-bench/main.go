@@ -5,15 +5,24 @@
 //	baseline   a bare Echo server that hands out ranges from an in-memory
 //	           counter: the ceiling of the HTTP path on this machine
 //	load       closed-loop load generator with latency percentiles and an
-//	           overlap check of every range it received
+//	           overlap check of every range it received; drives ticketd and
+//	           the baseline over HTTP, or a peer (--kind etcd, redis,
+//	           postgres, mysql) the way people use it for IDs
 //	failover   a count=1 probe across several nodes that records the longest
-//	           gap between successes (run while killing the leader)
+//	           gap between successes; --kill-pid SIGKILLs the leader itself
+//	           and reports the time to the next successful reservation
 //	leader     waits until every node is ready and agrees on a leader, then
-//	           prints "<id> <http_addr>" (used by scripts/bench-core.sh)
+//	           prints "<id> <http_addr>" (ticketd) or "<name> <endpoint>"
+//	           (etcd) (used by scripts/bench.sh and bench-core.sh)
+//	sdk        takes IDs with the Go SDK's Sequence.Next at a steady rate
+//	           and records the longest wait (run while killing the leader)
 //	compare    prints ticketd-vs-baseline tables from two `load --json` files
+//	report     turns a run directory of JSON files into the side-by-side
+//	           table with ratios to ticketd, results.json, results.md and an
+//	           SVG chart
 //
-// Only the standard library and Echo are used so the binary builds wherever
-// the server does.
+// The peers' Go clients (etcd clientv3, go-redis, pgx, go-sql-driver/mysql)
+// are the only dependencies beyond the server's own.
 package main
 
 import (
@@ -41,9 +50,13 @@ commands:
   baseline  --addr 127.0.0.1:18080
   load      --target URL[,URL...] --sequence bench --count 1000 --concurrency 1,16,64
             --duration 10s --warmup 2s [--json out.json] [--label name]
+            [--kind http|etcd|redis|postgres|mysql] [--system S --group G --nodes N]
   failover  --targets URL,URL,URL --sequence fo --interval 1ms --duration 10s [--json gaps.json]
-  leader    --targets URL,URL,URL [--timeout 30s]
+            [--kind http|etcd] [--kill-pid PID --kill-after 1s]
+  leader    --targets URL,URL,URL [--kind http|etcd] [--timeout 30s]
+  sdk       --targets URL,URL,URL --rate 1000000 --duration 10s [--kill-pid PID --kill-after 3s]
   compare   --ticketd t.json --baseline b.json
+  report    --dir RUN_DIR [--strict]
 
 run "ticketd-bench <command> -h" for the flags of one command
 `)
@@ -78,8 +91,12 @@ func main() {
 		err = runFailover(ctx, args)
 	case "leader":
 		err = runLeader(ctx, args)
+	case "sdk":
+		err = runSDK(ctx, args)
 	case "compare":
 		err = runCompare(args)
+	case "report":
+		err = runReport(args)
 	case "-h", "--help", "help":
 		usage()
 		return

@@ -1,0 +1,631 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// systemOrder is the order of the rows of a table; the first is the
+// reference every ratio is taken against.
+var systemOrder = []string{"ticketd", "ticketd-any", "echo", "etcd", "redis", "postgres", "mariadb"}
+
+// systemTitle names a system in tables and the chart.
+var systemTitle = map[string]string{
+	"ticketd":     "ticketd (3 nodes, leader)",
+	"ticketd-any": "ticketd (3 nodes, any node)",
+	"echo":        "bare Echo handler",
+	"etcd":        "etcd CAS counter (3 nodes)",
+	"redis":       "Redis INCRBY (fsync always)",
+	"postgres":    "PostgreSQL nextval",
+	"mariadb":     "MariaDB ticket table",
+}
+
+func title(sys string) string {
+	if t, ok := systemTitle[sys]; ok {
+		return t
+	}
+	return sys
+}
+
+// fullReport is results.json: everything one bench.sh run measured.
+type fullReport struct {
+	GeneratedAt time.Time         `json:"generated_at"`
+	Env         []string          `json:"env"`
+	Loads       []*loadReport     `json:"loads"`
+	Failovers   []*failoverReport `json:"failovers"`
+	SDK         []*sdkReport      `json:"sdk"`
+	Targets     []targetCheck     `json:"targets"`
+	Problems    []string          `json:"problems"`
+	Warnings    []string          `json:"warnings"`
+}
+
+// targetCheck is one of the issue's targets, evaluated on this run.
+type targetCheck struct {
+	What   string  `json:"what"`
+	Value  float64 `json:"value"`
+	Target string  `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+func runReport(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	dir := fs.String("dir", "", "directory with the load-*.json, failover-*.json, sdk-*.json and env.txt of a run (required)")
+	strict := fs.Bool("strict", false, "exit 1 on a correctness failure or an unexpected error (smoke mode)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("--dir is required")
+	}
+	rep, err := collect(*dir)
+	if err != nil {
+		return err
+	}
+	judge(rep)
+	printReport(os.Stdout, rep)
+	if err := writeJSON(filepath.Join(*dir, "results.json"), rep); err != nil {
+		return err
+	}
+	var md strings.Builder
+	writeMarkdown(&md, rep)
+	if err := os.WriteFile(filepath.Join(*dir, "results.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "chart.svg"), []byte(renderChart(rep)), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("\nwrote %s, %s and %s\n", filepath.Join(*dir, "results.json"), filepath.Join(*dir, "results.md"), filepath.Join(*dir, "chart.svg"))
+	if *strict && len(rep.Problems) > 0 {
+		return fmt.Errorf("%d problem(s): %s", len(rep.Problems), strings.Join(rep.Problems, "; "))
+	}
+	return nil
+}
+
+func collect(dir string) (*fullReport, error) {
+	rep := &fullReport{GeneratedAt: time.Now().UTC(), Problems: []string{}, Warnings: []string{}}
+	if f, err := os.Open(filepath.Join(dir, "env.txt")); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			rep.Env = append(rep.Env, sc.Text())
+		}
+		f.Close()
+	}
+	read := func(pattern string, each func(path string, b []byte) error) error {
+		paths, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return err
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := each(p, b); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		return nil
+	}
+	err := read("load-*.json", func(_ string, b []byte) error {
+		var l loadReport
+		if err := json.Unmarshal(b, &l); err != nil {
+			return err
+		}
+		rep.Loads = append(rep.Loads, &l)
+		return nil
+	})
+	if err == nil {
+		err = read("failover-*.json", func(_ string, b []byte) error {
+			var f failoverReport
+			if err := json.Unmarshal(b, &f); err != nil {
+				return err
+			}
+			rep.Failovers = append(rep.Failovers, &f)
+			return nil
+		})
+	}
+	if err == nil {
+		err = read("sdk-*.json", func(_ string, b []byte) error {
+			var s sdkReport
+			if err := json.Unmarshal(b, &s); err != nil {
+				return err
+			}
+			rep.SDK = append(rep.SDK, &s)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Loads) == 0 {
+		return nil, fmt.Errorf("no load-*.json in %s", dir)
+	}
+	return rep, nil
+}
+
+// find returns the level of system at count and concurrency in group
+// ("" matches any group), preferring group "main".
+func (r *fullReport) find(group, system string, nodes int, count uint64, conc int) (*levelResult, bool) {
+	for _, l := range r.Loads {
+		if l.System != system || l.Count != count || (group != "" && l.Group != group) || (nodes > 0 && l.Nodes != nodes) {
+			continue
+		}
+		for i := range l.Levels {
+			if l.Levels[i].Concurrency == conc {
+				return &l.Levels[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// mainGroup is the group of the side-by-side table: "main" in a full run,
+// "smoke" in a smoke run.
+func (r *fullReport) mainGroup() string {
+	for _, l := range r.Loads {
+		if l.Group == "main" {
+			return "main"
+		}
+	}
+	return "smoke"
+}
+
+// axes returns the counts and concurrency levels of group, sorted.
+func (r *fullReport) axes(group string) (counts []uint64, concs []int, systems []string) {
+	seenC, seenL, seenS := map[uint64]bool{}, map[int]bool{}, map[string]bool{}
+	for _, l := range r.Loads {
+		if l.Group != group {
+			continue
+		}
+		if !seenC[l.Count] {
+			seenC[l.Count] = true
+			counts = append(counts, l.Count)
+		}
+		seenS[l.System] = true
+		for _, lv := range l.Levels {
+			if !seenL[lv.Concurrency] {
+				seenL[lv.Concurrency] = true
+				concs = append(concs, lv.Concurrency)
+			}
+		}
+	}
+	slices.Sort(counts)
+	slices.Sort(concs)
+	for _, s := range systemOrder {
+		if seenS[s] {
+			systems = append(systems, s)
+			delete(seenS, s)
+		}
+	}
+	var rest []string
+	for s := range seenS {
+		rest = append(rest, s)
+	}
+	sort.Strings(rest)
+	return counts, concs, append(systems, rest...)
+}
+
+// judge fills Targets, Problems and Warnings.
+func judge(r *fullReport) {
+	for _, l := range r.Loads {
+		name := fmt.Sprintf("%s count=%d", l.Label, l.Count)
+		if l.Overall.Overlaps > 0 || l.Overall.BadSize > 0 {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: %d overlapping and %d wrong-size ranges", name, l.Overall.Overlaps, l.Overall.BadSize))
+		}
+		for _, lv := range l.Levels {
+			if lv.Requests == 0 {
+				r.Problems = append(r.Problems, fmt.Sprintf("%s c=%d: no successful request", name, lv.Concurrency))
+			}
+			for kind, n := range lv.Errors {
+				msg := fmt.Sprintf("%s c=%d: %d errors %q", name, lv.Concurrency, n, kind)
+				// ticketd's 503 means "no serving leader right now": on a
+				// machine busy with other work an election can happen;
+				// it is reported, not failed. Any other error of ticketd
+				// or the baseline is a failure. Peers' errors are
+				// figures of the comparison.
+				if l.Kind == "http" && kind != "503" {
+					r.Problems = append(r.Problems, msg)
+				} else {
+					r.Warnings = append(r.Warnings, msg)
+				}
+			}
+		}
+	}
+	for _, f := range r.Failovers {
+		if f.Check.Overlaps > 0 || f.Check.BadSize > 0 {
+			r.Problems = append(r.Problems, fmt.Sprintf("failover %s: %d overlapping ranges", f.System, f.Check.Overlaps))
+		}
+		if f.KilledPID > 0 && f.RecoveryMs < 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("failover %s: no success after the kill within the probe", f.System))
+		}
+	}
+	for _, s := range r.SDK {
+		if s.Check.Overlaps > 0 || s.NonIncreasing > 0 {
+			r.Problems = append(r.Problems, fmt.Sprintf("sdk: %d overlaps, %d non-increasing IDs", s.Check.Overlaps, s.NonIncreasing))
+		}
+	}
+
+	g := r.mainGroup()
+	counts, _, _ := r.axes(g)
+	for _, count := range counts {
+		for _, conc := range []int{16, 64} {
+			t, ok := r.find(g, "ticketd", 0, count, conc)
+			if !ok {
+				continue
+			}
+			if e, ok := r.find(g, "echo", 0, count, conc); ok && e.ReservationsPerSec > 0 {
+				v := t.ReservationsPerSec / e.ReservationsPerSec
+				r.Targets = append(r.Targets, targetCheck{What: fmt.Sprintf("ticketd / bare Echo, res/s, count=%d c=%d", count, conc), Value: v, Target: ">= 0.8", Met: v >= 0.8})
+			}
+			if e, ok := r.find(g, "etcd", 0, count, conc); ok && e.ReservationsPerSec > 0 {
+				v := t.ReservationsPerSec / e.ReservationsPerSec
+				r.Targets = append(r.Targets, targetCheck{What: fmt.Sprintf("ticketd / etcd CAS, res/s, count=%d c=%d", count, conc), Value: v, Target: ">= 50", Met: v >= 50})
+			}
+			if conc == 16 {
+				r.Targets = append(r.Targets, targetCheck{What: fmt.Sprintf("ticketd p99 ms, count=%d c=16", count), Value: t.P99Ms, Target: "<= 2", Met: t.P99Ms <= 2})
+			}
+		}
+	}
+}
+
+// ratio formats v/ref as "0.52×"; "-" when it is undefined.
+func ratio(v, ref float64) string {
+	if ref <= 0 || math.IsNaN(v) {
+		return "-"
+	}
+	x := v / ref
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f×", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f×", x)
+	case x >= 0.01:
+		return fmt.Sprintf("%.2f×", x)
+	}
+	return fmt.Sprintf("%.4f×", x)
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func msStr(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// cells returns the figures of one row with their ratios to ref.
+func cells(l, ref *levelResult) []string {
+	pair := func(s string, v, rv float64) string {
+		if ref == nil {
+			return s
+		}
+		return s + " (" + ratio(v, rv) + ")"
+	}
+	var r levelResult
+	if ref != nil {
+		r = *ref
+	}
+	errs := fmtErrors(l.Errors)
+	if l.Retries > 0 {
+		errs += fmt.Sprintf(" [%d retries]", l.Retries)
+	}
+	return []string{
+		pair(num(l.ReservationsPerSec), l.ReservationsPerSec, r.ReservationsPerSec),
+		pair(num(l.IDsPerSec), l.IDsPerSec, r.IDsPerSec),
+		pair(msStr(l.P50Ms), l.P50Ms, r.P50Ms),
+		pair(msStr(l.P99Ms), l.P99Ms, r.P99Ms),
+		pair(msStr(l.P999Ms), l.P999Ms, r.P999Ms),
+		errs,
+	}
+}
+
+var tableHeader = []string{"range", "conc", "system", "reservations/s", "IDs/s", "p50 ms", "p99 ms", "p99.9 ms", "errors"}
+
+// mainRows is the side-by-side table: every system at every count and
+// concurrency, each figure with its ratio to ticketd (leader) in the same
+// cell.
+func mainRows(r *fullReport) [][]string {
+	g := r.mainGroup()
+	counts, concs, systems := r.axes(g)
+	var rows [][]string
+	for _, count := range counts {
+		for _, conc := range concs {
+			ref, _ := r.find(g, "ticketd", 0, count, conc)
+			for _, sys := range systems {
+				l, ok := r.find(g, sys, 0, count, conc)
+				if !ok {
+					continue
+				}
+				row := []string{fmt.Sprint(count), fmt.Sprint(conc), title(sys)}
+				rows = append(rows, append(row, cells(l, ref)...))
+			}
+		}
+	}
+	return rows
+}
+
+// cpuRows: what each run cost in CPU. Server cores are every process of
+// the system (all nodes of a cluster); the machine figure includes the load
+// generator and anything else that ran.
+func cpuRows(r *fullReport) [][]string {
+	g := r.mainGroup()
+	counts, concs, systems := r.axes(g)
+	var rows [][]string
+	for _, count := range counts {
+		for _, conc := range concs {
+			for _, sys := range systems {
+				l, ok := r.find(g, sys, 0, count, conc)
+				if !ok {
+					continue
+				}
+				rows = append(rows, []string{fmt.Sprint(count), fmt.Sprint(conc), title(sys),
+					fmt.Sprintf("%.2f", l.CPU.ServerCores), fmt.Sprintf("%.1f", l.ServerCPUPerResUs),
+					fmt.Sprintf("%.2f", l.CPU.ClientCores), fmt.Sprintf("%.2f", l.CPU.MachineCores),
+					fmt.Sprintf("%.2f", max(0, l.CPU.MachineCores-l.CPU.ServerCores-l.CPU.ClientCores))})
+			}
+		}
+	}
+	return rows
+}
+
+var cpuHeader = []string{"range", "conc", "system", "server cores", "server CPU µs/res", "load generator cores", "machine busy cores", "other cores"}
+
+// scalingRows: ticketd's leader on 1, 3 and 5 nodes (count 1000), and on
+// 3 nodes with range sizes 1, 1000, 100000.
+func scalingRows(r *fullReport) (nodes, sizes [][]string) {
+	var nodeCounts []int
+	var rangeSizes []uint64
+	concSet := map[int]bool{}
+	for _, l := range r.Loads {
+		if l.System != "ticketd" {
+			continue
+		}
+		if l.Count == 1000 && !slices.Contains(nodeCounts, l.Nodes) {
+			nodeCounts = append(nodeCounts, l.Nodes)
+		}
+		if l.Nodes == 3 && !slices.Contains(rangeSizes, l.Count) {
+			rangeSizes = append(rangeSizes, l.Count)
+		}
+		for _, lv := range l.Levels {
+			concSet[lv.Concurrency] = true
+		}
+	}
+	slices.Sort(nodeCounts)
+	slices.Sort(rangeSizes)
+	var concs []int
+	for c := range concSet {
+		concs = append(concs, c)
+	}
+	slices.Sort(concs)
+	if len(nodeCounts) > 1 {
+		for _, conc := range concs {
+			ref, _ := r.find("", "ticketd", 3, 1000, conc)
+			for _, n := range nodeCounts {
+				if l, ok := r.find("", "ticketd", n, 1000, conc); ok {
+					nodes = append(nodes, append([]string{fmt.Sprint(n), fmt.Sprint(conc)}, cells(l, ref)...))
+				}
+			}
+		}
+	}
+	if len(rangeSizes) > 1 {
+		for _, conc := range concs {
+			ref, _ := r.find("", "ticketd", 3, 1000, conc)
+			for _, c := range rangeSizes {
+				if l, ok := r.find("", "ticketd", 3, c, conc); ok {
+					sizes = append(sizes, append([]string{fmt.Sprint(c), fmt.Sprint(conc)}, cells(l, ref)...))
+				}
+			}
+		}
+	}
+	return nodes, sizes
+}
+
+// failoverSummary groups the probes by system.
+type failoverSummary struct {
+	System     string
+	Recoveries []float64
+	Gaps       []float64
+}
+
+func failoverSummaries(r *fullReport) []failoverSummary {
+	by := map[string]*failoverSummary{}
+	var order []string
+	for _, f := range r.Failovers {
+		s := by[f.System]
+		if s == nil {
+			s = &failoverSummary{System: f.System}
+			by[f.System] = s
+			order = append(order, f.System)
+		}
+		s.Recoveries = append(s.Recoveries, f.RecoveryMs)
+		s.Gaps = append(s.Gaps, f.LongestGapMs)
+	}
+	var out []failoverSummary
+	for _, sys := range order {
+		out = append(out, *by[sys])
+	}
+	return out
+}
+
+func fmtList(vs []float64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		if v < 0 {
+			parts[i] = "none"
+		} else {
+			parts[i] = fmt.Sprintf("%.0f", v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func printReport(w io.Writer, r *fullReport) {
+	table := func(header []string, rows [][]string) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "=== side by side (ratios are to ticketd's leader at the same range size and concurrency)")
+	table(tableHeader, mainRows(r))
+	fmt.Fprintln(w, "\n=== CPU used during the measured windows (cores = CPU seconds per second)")
+	table(cpuHeader, cpuRows(r))
+	nodes, sizes := scalingRows(r)
+	if len(nodes) > 0 {
+		fmt.Fprintln(w, "\n=== ticketd on 1, 3 and 5 nodes (range 1000; ratios to 3 nodes)")
+		table(append([]string{"nodes", "conc"}, tableHeader[3:]...), nodes)
+	}
+	if len(sizes) > 0 {
+		fmt.Fprintln(w, "\n=== ticketd range sizes (3 nodes; ratios to range 1000)")
+		table(append([]string{"range", "conc"}, tableHeader[3:]...), sizes)
+	}
+	if fo := failoverSummaries(r); len(fo) > 0 {
+		fmt.Fprintln(w, "\n=== failover: SIGKILL of the leader -> next successful reservation (ms)")
+		for _, s := range fo {
+			fmt.Fprintf(w, "%-12s kills %d  recovery %s  (median %.0f)  longest gap between successes %s\n",
+				s.System, len(s.Recoveries), fmtList(s.Recoveries), median(s.Recoveries), fmtList(s.Gaps))
+		}
+	}
+	for _, s := range r.SDK {
+		fmt.Fprintf(w, "\n=== SDK at %.0f IDs/s (Sequence.Next), leader SIGKILLed at %.0f ms\n", s.RateTarget, s.KilledAtMs)
+		fmt.Fprintf(w, "achieved %.0f IDs/s; longest Next %.3f ms (after the kill %.3f ms); most behind schedule %.3f ms; errors %d\n",
+			s.IDsPerSec, s.MaxWaitMs, s.MaxWaitAfterKillMs, s.MaxLagMs, s.Errors)
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w, "\n=== targets")
+		for _, t := range r.Targets {
+			fmt.Fprintf(w, "%-4s %-45s %8.2f  (target %s)\n", metStr(t.Met), t.What, t.Value, t.Target)
+		}
+	}
+	for _, p := range r.Warnings {
+		fmt.Fprintln(w, "warning:", p)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "PROBLEM:", p)
+	}
+}
+
+func metStr(b bool) string {
+	if b {
+		return "met"
+	}
+	return "MISS"
+}
+
+func writeMarkdown(w io.Writer, r *fullReport) {
+	// The first textCols columns are left-aligned labels, the rest figures.
+	table := func(header []string, rows [][]string) {
+		textCols := 3
+		if header[2] != "system" {
+			textCols = 2
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(header, " | "))
+		seps := make([]string, len(header))
+		for i := range seps {
+			seps[i] = "---"
+			if i >= textCols {
+				seps[i] = "--:"
+			}
+		}
+		fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
+		for _, row := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	fmt.Fprintln(w, "Each figure is followed by its ratio to ticketd (3 nodes, requests to the leader) at the same range size and concurrency: for throughput above 1× is faster than ticketd, for latency above 1× is slower.")
+	fmt.Fprintln(w)
+	table(tableHeader, mainRows(r))
+	fmt.Fprintln(w, "\nCPU used during the measured windows, in cores (CPU seconds per second). Server: every process of the system (all nodes of a cluster, PostgreSQL's backends); load generator: ticketd-bench; machine: everything; other: machine minus server and load generator (the kernel's network work not charged to a process, and other engineers' runs on this shared machine).")
+	fmt.Fprintln(w)
+	table(cpuHeader, cpuRows(r))
+	nodes, sizes := scalingRows(r)
+	if len(nodes) > 0 {
+		fmt.Fprintln(w, "\nticketd on 1, 3 and 5 nodes (range size 1000; ratios to 3 nodes):")
+		fmt.Fprintln(w)
+		table(append([]string{"nodes", "conc"}, tableHeader[3:]...), nodes)
+	}
+	if len(sizes) > 0 {
+		fmt.Fprintln(w, "\nticketd by range size (3 nodes; ratios to range size 1000):")
+		fmt.Fprintln(w)
+		table(append([]string{"range", "conc"}, tableHeader[3:]...), sizes)
+	}
+	if fo := failoverSummaries(r); len(fo) > 0 {
+		fmt.Fprintln(w, "\nFailover: time from SIGKILL of the leader to the completion of the first reservation sent after it (count=1 probe every 1 ms, 200 ms timeout per try, next node on failure):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| system | kills | recovery ms, each kill | median ms | longest gap between successes ms |")
+		fmt.Fprintln(w, "|---|--:|---|--:|---|")
+		for _, s := range fo {
+			fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s |\n", s.System, len(s.Recoveries), fmtList(s.Recoveries), median(s.Recoveries), fmtList(s.Gaps))
+		}
+	}
+	for _, s := range r.SDK {
+		fmt.Fprintf(w, "\nSDK (`Sequence.Next`, default options) at a steady %.0f IDs/s, ticketd leader SIGKILLed %.1f s into a %.0f s window: achieved %.0f IDs/s, longest `Next` %.3f ms (%.3f ms from the kill on), at most %.3f ms behind schedule, %d errors.\n",
+			s.RateTarget, s.KilledAtMs/1000, s.DurationS, s.IDsPerSec, s.MaxWaitMs, s.MaxWaitAfterKillMs, s.MaxLagMs, s.Errors)
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w, "\nTargets:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| target | measured | goal | |")
+		fmt.Fprintln(w, "|---|--:|--:|---|")
+		for _, t := range r.Targets {
+			fmt.Fprintf(w, "| %s | %.2f | %s | %s |\n", t.What, t.Value, t.Target, metStr(t.Met))
+		}
+	}
+	notes := map[string]bool{}
+	for _, l := range r.Loads {
+		if l.Note != "" && !notes[l.Note] {
+			notes[l.Note] = true
+			fmt.Fprintf(w, "\n- %s", l.Note)
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, p := range r.Warnings {
+			fmt.Fprintf(w, "- %s\n", p)
+		}
+	}
+}

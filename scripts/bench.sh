@@ -1,0 +1,770 @@
+#!/usr/bin/env bash
+# bench.sh: ticketd side by side with what users would pick instead, on this
+# machine, in one run (issue 5). See bench/README.md for the latest results.
+#
+#   scripts/bench.sh            full run: ~15 minutes; installs what is missing
+#                               (etcd-server, redis-server, postgresql,
+#                               mariadb-server) with apt-get when run as root
+#   scripts/bench.sh --smoke    CI: a few seconds of ticketd and the bare Echo
+#   BENCH_SMOKE=1 scripts/bench.sh   handler, no installs, exits 1 only on a
+#                               correctness failure or an unexpected error
+#
+# What the full run does, every step bounded in time:
+#   1. builds ticketd and ticketd-bench; waits (bounded) for a quiet machine
+#   2. the bare Echo baseline, then a 3-node ticketd cluster (fsync on,
+#      --dev), each driven by the same closed-loop generator (ticketd-bench
+#      load) at every concurrency and range size; ticketd also through any
+#      node (followers forward), with range size 100000, under a CPU profile,
+#      through leader SIGKILLs (failover), and through the Go SDK at a steady
+#      1 M IDs/s while its leader is SIGKILLed
+#   3. ticketd on 5 nodes and on 1 node
+#   4. the peers, one at a time, each a private instance on 127.0.0.1 with
+#      its data in a temp dir: a 3-node etcd cluster (read + compare-and-swap
+#      counter; also SIGKILLs of its leader), Redis (INCRBY, appendfsync
+#      always), PostgreSQL (nextval), MariaDB (Flickr ticket table)
+#   5. the Go micro-benchmarks (-count 6, benchstat-comparable)
+#   6. ticketd-bench report: the table with ratios to ticketd, results.json,
+#      results.md and chart.svg in $OUT
+# Everything it started is stopped on exit, Ctrl-C or SIGTERM.
+#
+# Environment (all optional):
+#   OUT=bench-results/<timestamp>   where results and logs go
+#   BENCH_DURATION=10s BENCH_WARMUP=2s BENCH_CONCURRENCY=1,16,64
+#   BENCH_COUNTS="1 1000"           range sizes of the side-by-side table
+#   BENCH_PEERS="etcd redis postgres mariadb"   which peers ("" for none)
+#   BENCH_INSTALL=1                 apt-get install missing peers (root only)
+#   FAILOVER_KILLS=3                leader SIGKILLs per system (0 skips)
+#   BENCH_SCALING=1 BENCH_SDK=1 BENCH_PROFILE=1 BENCH_MICRO=1   (0 skips)
+#   BENCH_TICKETD=1                 0 skips the baseline and ticketd (to
+#                                   try the peers alone)
+#   QUIET_WAIT=600                  seconds to wait for other benchmarks and
+#                                   test runs on this machine to finish
+#   READY_TIMEOUT=30                seconds for a cluster to become ready
+#
+# Ports, all on 127.0.0.1: baseline 18080; ticketd HTTP 18081-18085, Raft
+# 18091-18095; etcd clients 18201-18203, peers 18211-18213; Redis 18301;
+# PostgreSQL 18401; MariaDB 18501.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SMOKE=${BENCH_SMOKE:-0}
+for arg in "$@"; do
+	case $arg in
+	--smoke) SMOKE=1 ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "bench.sh: unknown argument $arg (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+if [[ $SMOKE == 1 ]]; then
+	BENCH_DURATION=${BENCH_DURATION:-1s}
+	BENCH_WARMUP=${BENCH_WARMUP:-300ms}
+	BENCH_PEERS=${BENCH_PEERS-}
+	FAILOVER_KILLS=${FAILOVER_KILLS:-0}
+	BENCH_SCALING=${BENCH_SCALING:-0}
+	BENCH_SDK=${BENCH_SDK:-0}
+	BENCH_PROFILE=${BENCH_PROFILE:-0}
+	BENCH_MICRO=${BENCH_MICRO:-0}
+	BENCH_INSTALL=0
+	QUIET_WAIT=${QUIET_WAIT:-0}
+	GROUP=smoke
+else
+	BENCH_DURATION=${BENCH_DURATION:-10s}
+	BENCH_WARMUP=${BENCH_WARMUP:-2s}
+	BENCH_PEERS=${BENCH_PEERS-etcd redis postgres mariadb}
+	FAILOVER_KILLS=${FAILOVER_KILLS:-3}
+	BENCH_SCALING=${BENCH_SCALING:-1}
+	BENCH_SDK=${BENCH_SDK:-1}
+	BENCH_PROFILE=${BENCH_PROFILE:-1}
+	BENCH_MICRO=${BENCH_MICRO:-1}
+	BENCH_INSTALL=${BENCH_INSTALL:-1}
+	QUIET_WAIT=${QUIET_WAIT:-600}
+	GROUP=main
+fi
+BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-1,16,64}
+BENCH_TICKETD=${BENCH_TICKETD:-1}
+BENCH_COUNTS=${BENCH_COUNTS:-1 1000}
+READY_TIMEOUT=${READY_TIMEOUT:-30}
+MODE=full
+if [[ $SMOKE == 1 ]]; then MODE=smoke; fi
+OUT=${OUT:-$ROOT/bench-results/$(date +%Y%m%d-%H%M%S)-$MODE}
+
+BASELINE_ADDR=127.0.0.1:18080
+ETCD_CLIENTS=127.0.0.1:18201,127.0.0.1:18202,127.0.0.1:18203
+REDIS_ADDR=127.0.0.1:18301
+PG_PORT=18401
+MYSQL_PORT=18501
+BENCH_USER=ticketd-bench # runs PostgreSQL and MariaDB when we are root
+
+mkdir -p "$OUT/logs"
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ticketd-bench.XXXXXX")
+BIN=$WORK/bin
+D=$WORK/data
+mkdir -p "$D"
+
+declare -A NODE_PID=() # ticketd node id -> pid
+declare -A ETCD_PID=() # etcd member name -> pid
+BASELINE_PID="" REDIS_PID="" PG_PID="" MYSQL_PID="" BG_PID=""
+POLICY_RC_CREATED=0
+STATUS=0 # 1 once any step failed; the run still goes on and reports
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+fail() {
+	log "FAILED: $*"
+	echo "failed: $*" >>"$OUT/failures.txt"
+	STATUS=1
+}
+
+# wait_gone PID SECONDS: wait for PID to exit, at most SECONDS (bounded:
+# polling instead of a bare `wait`, which could block forever).
+wait_gone() {
+	local pid=$1 limit=$(($2 * 10)) i
+	for ((i = 0; i < limit; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# stop_pid PID [GRACE]: SIGTERM, up to GRACE (default 10) seconds, then
+# SIGKILL; then reap it.
+stop_pid() {
+	local pid=$1 grace=${2:-10}
+	[[ -n $pid ]] || return 0
+	kill -TERM "$pid" 2>/dev/null || {
+		wait "$pid" 2>/dev/null || true
+		return 0
+	}
+	if ! wait_gone "$pid" "$grace"; then
+		log "pid $pid ignored SIGTERM for ${grace}s, killing"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_gone "$pid" 5 || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+stop_ticketd() {
+	local id
+	for id in "${!NODE_PID[@]}"; do
+		stop_pid "${NODE_PID[$id]}"
+		unset "NODE_PID[$id]"
+	done
+}
+
+stop_etcd() {
+	local n
+	for n in "${!ETCD_PID[@]}"; do
+		stop_pid "${ETCD_PID[$n]}"
+		unset "ETCD_PID[$n]"
+	done
+}
+
+# shellcheck disable=SC2317 # reached through the traps
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	[[ $rc == 0 ]] || log "stopping everything (exit status $rc)"
+	stop_pid "$BG_PID" 5
+	stop_pid "$BASELINE_PID" 5
+	stop_ticketd
+	stop_etcd
+	stop_pid "$REDIS_PID"
+	stop_pid "$PG_PID" 30   # SIGTERM = smart shutdown; a fast one needs no more
+	stop_pid "$MYSQL_PID" 30
+	# Safety net: anything still running from this run's private temp dir
+	# (its path is unique to this run) is ours; stop it by pid.
+	local pid
+	for pid in $(pgrep -f -- "$WORK/" || true); do
+		[[ $pid != "$$" ]] || continue
+		log "leftover pid $pid ($(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null | cut -c1-80)); stopping it"
+		stop_pid "$pid" 10
+	done
+	if [[ $POLICY_RC_CREATED == 1 ]]; then rm -f /usr/sbin/policy-rc.d; fi
+	rm -rf "$WORK"
+	log "results in $OUT"
+	if [[ $rc == 0 && $STATUS != 0 ]]; then rc=1; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# port_busy PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_port PORT SECONDS PID: until the port accepts connections; fails early
+# if PID (the server) died.
+wait_port() {
+	local port=$1 limit=$(($2 * 10)) pid=${3:-} i
+	for ((i = 0; i < limit; i++)); do
+		port_busy "$port" && return 0
+		if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# as_bench CMD...: run CMD as the dedicated user when we are root (the
+# databases refuse to run as root), else as ourselves.
+as_bench() {
+	if [[ $EUID == 0 ]]; then
+		HOME=$D setpriv --reuid="$BENCH_USER" --regid="$BENCH_USER" --init-groups -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# as_bench_exec CMD...: as_bench for a server started with `&`: the
+# background subshell execs setpriv, which execs the server, so $! is the
+# server's own pid and a signal to it reaches the server.
+as_bench_exec() {
+	if [[ $EUID == 0 ]]; then
+		HOME=$D exec setpriv --reuid="$BENCH_USER" --regid="$BENCH_USER" --init-groups -- "$@"
+	else
+		exec "$@"
+	fi
+}
+
+# joined ARRAY_VALUES...: comma-joined, for --pids.
+joined() {
+	local IFS=,
+	echo "$*"
+}
+
+# load LABEL SYSTEM NODES COUNT TARGETS [extra flags...]: one load run;
+# LOAD_PIDS names the server processes for the CPU figures.
+load() {
+	local label=$1 system=$2 nodes=$3 count=$4 targets=$5 group=${GROUP_OVERRIDE:-$GROUP}
+	shift 5
+	local f="$OUT/load-$group-$label-c$count"
+	log "load: $label, range size $count, concurrency $BENCH_CONCURRENCY"
+	if ! "$BIN/ticketd-bench" load --target "$targets" --sequence "$group-$label-c$count" \
+		--count "$count" --concurrency "$BENCH_CONCURRENCY" \
+		--duration "$BENCH_DURATION" --warmup "$BENCH_WARMUP" --setup-timeout 30s \
+		--label "$label" --system "$system" --group "$group" --nodes "$nodes" \
+		--pids "${LOAD_PIDS:-}" --json "$f.json" "$@" >"$f.txt" 2>"$f.err"; then
+		fail "load $label count=$count (see $f.txt, $f.err)"
+	fi
+	cat "$f.txt"
+}
+
+# ---- ticketd ----------------------------------------------------------------
+
+# cluster_vars N: the URLs and --initial-cluster of an N-node cluster.
+cluster_vars() {
+	local n=$1 i
+	NODES=() ALL_URLS="" INITIAL_CLUSTER=""
+	for ((i = 1; i <= n; i++)); do
+		NODES+=("n$i")
+		ALL_URLS+="${ALL_URLS:+,}http://127.0.0.1:$((18080 + i))"
+		INITIAL_CLUSTER+="${INITIAL_CLUSTER:+,}n$i=127.0.0.1:$((18090 + i))"
+	done
+	CLUSTER_SIZE=$n
+}
+
+start_node() {
+	local id=$1 i=${1#n} boot
+	mkdir -p "$D/ticketd$CLUSTER_SIZE/$id"
+	if [[ $CLUSTER_SIZE == 1 ]]; then boot=(--bootstrap); else boot=(--initial-cluster "$INITIAL_CLUSTER"); fi
+	echo "=== start $(date +%H:%M:%S.%N)" >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log"
+	"$BIN/ticketd" serve --dev --id "$id" --data-dir "$D/ticketd$CLUSTER_SIZE/$id" \
+		--http-addr "127.0.0.1:$((18080 + i))" --raft-addr "127.0.0.1:$((18090 + i))" \
+		"${boot[@]}" ${PPROF_FLAG:-} >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log" 2>&1 &
+	NODE_PID[$id]=$!
+}
+
+# wait_cluster: until every node is ready and they agree on a leader;
+# sets LEADER_ID and LEADER_ADDR.
+wait_cluster() {
+	local line id
+	if ! line=$("$BIN/ticketd-bench" leader --targets "$ALL_URLS" --timeout "${READY_TIMEOUT}s"); then
+		for id in "${NODES[@]}"; do
+			log "--- last lines of ticketd$CLUSTER_SIZE-$id.log"
+			tail -n 20 "$OUT/logs/ticketd$CLUSTER_SIZE-$id.log" >&2 || true
+		done
+		return 1
+	fi
+	read -r LEADER_ID LEADER_ADDR <<<"$line"
+}
+
+start_cluster() { # start_cluster N
+	cluster_vars "$1"
+	rm -rf "$D/ticketd$1"
+	local id
+	for id in "${NODES[@]}"; do start_node "$id"; done
+	log "ticketd: waiting for $1 node(s) (up to ${READY_TIMEOUT}s)"
+	wait_cluster
+	log "ticketd: leader $LEADER_ID at $LEADER_ADDR"
+}
+
+# restart_victim ID: reap the SIGKILLed node, start it again, wait until the
+# cluster is whole.
+restart_victim() {
+	local victim=$1
+	wait_gone "${NODE_PID[$victim]}" 10 || kill -KILL "${NODE_PID[$victim]}" 2>/dev/null || true
+	wait "${NODE_PID[$victim]}" 2>/dev/null || true
+	start_node "$victim"
+	wait_cluster
+}
+
+# ticketd_failover: FAILOVER_KILLS probes, each SIGKILLing the leader.
+ticketd_failover() {
+	local k victim
+	for ((k = 1; k <= FAILOVER_KILLS; k++)); do
+		wait_cluster || { fail "ticketd not ready before kill $k"; return 1; }
+		victim=$LEADER_ID
+		log "failover ticketd $k/$FAILOVER_KILLS: SIGKILL of leader $victim 1s into a 6s probe"
+		if ! timeout --foreground -k 5 60 "$BIN/ticketd-bench" failover --targets "$ALL_URLS" --sequence fo \
+			--system ticketd --interval 1ms --duration 6s --kill-pid "${NODE_PID[$victim]}" --kill-after 1s \
+			--json "$OUT/failover-ticketd-$k.json" >"$OUT/failover-ticketd-$k.txt" 2>&1; then
+			fail "ticketd failover probe $k (see $OUT/failover-ticketd-$k.txt)"
+		fi
+		grep -h '^longest_gap_ms=' "$OUT/failover-ticketd-$k.txt" >&2 || true
+		restart_victim "$victim" || { fail "ticketd not whole again after kill $k"; return 1; }
+	done
+}
+
+ticketd_sdk() {
+	wait_cluster || { fail "ticketd not ready before the sdk run"; return 1; }
+	local victim=$LEADER_ID
+	log "sdk: Sequence.Next at 1M IDs/s for 3s + 10s, SIGKILL of leader $victim 3s into the window"
+	if ! timeout --foreground -k 5 60 "$BIN/ticketd-bench" sdk --targets "$ALL_URLS" --sequence sdk \
+		--rate 1000000 --warmup 3s --duration 10s --kill-pid "${NODE_PID[$victim]}" --kill-after 3s \
+		--json "$OUT/sdk-failover.json" >"$OUT/sdk-failover.txt" 2>&1; then
+		fail "sdk run (see $OUT/sdk-failover.txt)"
+	fi
+	cat "$OUT/sdk-failover.txt" >&2
+	restart_victim "$victim" || { fail "ticketd not whole again after the sdk run"; return 1; }
+}
+
+# scrape_metrics ADDR FILE: GET /metrics of a node (plain bash, no curl).
+scrape_metrics() {
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	timeout 10 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1#*:}" && printf "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n" "$1" >&3 && cat <&3' _ "$1" >"$2" 2>/dev/null || true
+	date +%s.%N >>"$2.time"
+}
+
+# metrics_delta BEFORE AFTER: quorum rounds, reservations and blocks between
+# two scrapes of the leader's /metrics.
+metrics_delta() {
+	local t0 t1
+	t0=$(head -n1 "$1.time") t1=$(head -n1 "$2.time")
+	awk -v t0="$t0" -v t1="$t1" '
+		function val(line) { n = split(line, f, " "); return f[n] + 0 }
+		FNR == 1 { file++ }
+		/^ticketd_leadership_check_seconds_count/ { rc[file] += val($0) }
+		/^ticketd_leadership_check_seconds_sum/ { rs[file] += val($0) }
+		/^ticketd_reservations_total/ && /outcome="ok"/ { res[file] += val($0) }
+		/^ticketd_blocks_committed_total/ { blk[file] += val($0) }
+		END {
+			dt = t1 - t0; rounds = rc[2] - rc[1]; r = res[2] - res[1]
+			if (dt <= 0 || rounds <= 0) { print "no leadership-check rounds seen (metrics unavailable?)"; exit }
+			printf "over %.1f s: %.0f reservations/s, %.0f quorum rounds/s (mean round %.3f ms), %.1f reservations per round, %.1f blocks committed/s\n",
+				dt, r / dt, rounds / dt, 1000 * (rs[2] - rs[1]) / rounds, r / rounds, (blk[2] - blk[1]) / dt
+		}' "$1" "$2"
+}
+
+# profile_ticketd CONC: a CPU profile of the leader under load (not part of
+# the measured runs: profiling costs a little CPU), the leader's own CPU per
+# reservation, and its quorum rounds from /metrics.
+profile_ticketd() {
+	local conc=$1
+	local m="$OUT/logs/metrics-c$conc"
+	log "profile: 5s CPU profile of leader $LEADER_ID at concurrency $conc, range size 1000"
+	"$BIN/ticketd-bench" load --target "http://$LEADER_ADDR" --sequence profile --count 1000 \
+		--concurrency "$conc" --duration 8s --warmup 1s --label "profile-c$conc" \
+		--pids "${NODE_PID[$LEADER_ID]}" >"$OUT/profile-load-c$conc.txt" 2>&1 &
+	BG_PID=$!
+	sleep 1.5
+	scrape_metrics "$LEADER_ADDR" "$m-before.txt"
+	if PPROF_TMPDIR=$WORK timeout --foreground -k 5 60 go tool pprof -proto -output "$OUT/ticketd-cpu-c$conc.pprof" \
+		"http://$LEADER_ADDR/debug/pprof/profile?seconds=5" >"$OUT/logs/pprof-c$conc.log" 2>&1; then
+		scrape_metrics "$LEADER_ADDR" "$m-after.txt"
+		go tool pprof -top -nodecount=35 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-c$conc.txt" 2>&1 || true
+		go tool pprof -top -cum -nodecount=60 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-cum-c$conc.txt" 2>&1 || true
+		metrics_delta "$m-before.txt" "$m-after.txt" >"$OUT/profile-metrics-c$conc.txt" 2>&1 || true
+	else
+		fail "pprof fetch (see $OUT/logs/pprof-c$conc.log)"
+	fi
+	wait_gone "$BG_PID" 30 || true
+	stop_pid "$BG_PID" 5
+	BG_PID=""
+	{
+		echo "leader $LEADER_ID under load (server cores = the leader alone):"
+		sed -n '2,4p' "$OUT/profile-load-c$conc.txt"
+		cat "$OUT/profile-metrics-c$conc.txt" 2>/dev/null
+	} >&2
+}
+
+# ---- peers ------------------------------------------------------------------
+
+# Debian package and binary of each peer.
+initdb_bin() { printf '%s\n' /usr/lib/postgresql/*/bin/initdb | grep -v '\*' | sort -V | tail -n1; }
+peer_present() {
+	case $1 in
+	etcd) command -v etcd >/dev/null ;;
+	redis) command -v redis-server >/dev/null ;;
+	postgres) [[ -n $(initdb_bin) ]] ;;
+	mariadb) command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null ;;
+	esac
+}
+peer_package() {
+	case $1 in
+	etcd) echo etcd-server ;;
+	redis) echo redis-server ;;
+	postgres) echo postgresql ;;
+	mariadb) echo mariadb-server ;;
+	esac
+}
+
+# install_peers: apt-get install what is missing, without letting the
+# packages start their system-wide services (policy-rc.d answers 101 while
+# we install; one that already exists is left alone).
+install_peers() {
+	local p pkgs=()
+	for p in $BENCH_PEERS; do
+		peer_present "$p" || pkgs+=("$(peer_package "$p")")
+	done
+	[[ ${#pkgs[@]} -gt 0 ]] || return 0
+	if [[ $BENCH_INSTALL != 1 || $EUID != 0 ]]; then
+		log "missing packages: ${pkgs[*]} (not installing: not root or BENCH_INSTALL=0); those peers are skipped"
+		return 0
+	fi
+	log "installing ${pkgs[*]} (apt-get, up to 15 minutes)"
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		POLICY_RC_CREATED=1
+	fi
+	timeout --foreground -k 10 300 apt-get update >"$OUT/logs/apt.log" 2>&1 || log "apt-get update failed (see logs/apt.log); trying the install anyway"
+	if ! DEBIAN_FRONTEND=noninteractive timeout --foreground -k 10 600 apt-get install -y --no-install-recommends "${pkgs[@]}" >>"$OUT/logs/apt.log" 2>&1; then
+		fail "apt-get install ${pkgs[*]} (see logs/apt.log)"
+	fi
+	if [[ $POLICY_RC_CREATED == 1 ]]; then
+		rm -f /usr/sbin/policy-rc.d
+		POLICY_RC_CREATED=0
+	fi
+}
+
+ensure_bench_user() {
+	[[ $EUID == 0 ]] || return 0
+	id "$BENCH_USER" >/dev/null 2>&1 && return 0
+	log "creating system user $BENCH_USER to run PostgreSQL and MariaDB"
+	useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$BENCH_USER"
+}
+
+# etcd_member NAME: start (or restart, same flags and data dir: it rejoins)
+# one member of the 3-node etcd cluster.
+etcd_member() {
+	local name=$1 i=${1#e} j cluster=""
+	for j in 1 2 3; do cluster+="${cluster:+,}e$j=http://127.0.0.1:$((18210 + j))"; done
+	mkdir -p "$D/etcd/$name"
+	chmod 700 "$D/etcd/$name"
+	# Defaults otherwise: 100 ms heartbeat, 1 s election timeout, fsync on.
+	etcd --name "$name" --data-dir "$D/etcd/$name" \
+		--listen-client-urls "http://127.0.0.1:$((18200 + i))" --advertise-client-urls "http://127.0.0.1:$((18200 + i))" \
+		--listen-peer-urls "http://127.0.0.1:$((18210 + i))" --initial-advertise-peer-urls "http://127.0.0.1:$((18210 + i))" \
+		--initial-cluster "$cluster" --initial-cluster-token ticketd-bench --initial-cluster-state new \
+		--logger zap --log-level warn >>"$OUT/logs/etcd-$name.log" 2>&1 &
+	ETCD_PID[$name]=$!
+}
+
+start_etcd() {
+	local n
+	for n in e1 e2 e3; do etcd_member "$n"; done
+}
+
+wait_etcd() { # sets ETCD_LEADER
+	local line
+	line=$("$BIN/ticketd-bench" leader --kind etcd --targets "$ETCD_CLIENTS" --timeout "${READY_TIMEOUT}s") || return 1
+	read -r ETCD_LEADER _ <<<"$line"
+}
+
+etcd_failover() {
+	local k victim
+	for ((k = 1; k <= FAILOVER_KILLS; k++)); do
+		wait_etcd || { fail "etcd not ready before kill $k"; return; }
+		victim=$ETCD_LEADER
+		log "failover etcd $k/$FAILOVER_KILLS: SIGKILL of leader $victim 1s into a 6s probe"
+		if ! timeout --foreground -k 5 60 "$BIN/ticketd-bench" failover --kind etcd --targets "$ETCD_CLIENTS" --sequence fo \
+			--system etcd --interval 1ms --duration 6s --kill-pid "${ETCD_PID[$victim]}" --kill-after 1s \
+			--json "$OUT/failover-etcd-$k.json" >"$OUT/failover-etcd-$k.txt" 2>&1; then
+			fail "etcd failover probe $k (see $OUT/failover-etcd-$k.txt)"
+		fi
+		grep -h '^longest_gap_ms=' "$OUT/failover-etcd-$k.txt" >&2 || true
+		wait_gone "${ETCD_PID[$victim]}" 10 || true
+		wait "${ETCD_PID[$victim]}" 2>/dev/null || true
+		etcd_member "$victim"
+	done
+	wait_etcd || fail "etcd not whole again after the kills"
+}
+
+start_redis() {
+	mkdir -p "$D/redis"
+	redis-server --bind 127.0.0.1 --port "${REDIS_ADDR#*:}" --dir "$D/redis" \
+		--appendonly yes --appendfsync always --save "" --daemonize no \
+		--logfile "$OUT/logs/redis.log" &
+	REDIS_PID=$!
+	wait_port "${REDIS_ADDR#*:}" 20 "$REDIS_PID"
+}
+
+start_postgres() {
+	local initdb bindir
+	initdb=$(initdb_bin)
+	bindir=$(dirname "$initdb")
+	mkdir -p "$D/pg" "$D/pgsock"
+	[[ $EUID != 0 ]] || chown "$BENCH_USER:" "$D/pg" "$D/pgsock"
+	chmod 700 "$D/pg"
+	# trust on a private loopback-only instance that lives for this run.
+	if ! as_bench timeout --foreground -k 5 120 "$initdb" -D "$D/pg" -U bench --auth=trust -E UTF8 >"$OUT/logs/initdb.log" 2>&1; then
+		cat "$OUT/logs/initdb.log" >&2
+		return 1
+	fi
+	# Defaults otherwise: fsync on, synchronous_commit on, full_page_writes on.
+	as_bench_exec "$bindir/postgres" -D "$D/pg" -p "$PG_PORT" -k "$D/pgsock" \
+		-c listen_addresses=127.0.0.1 -c max_connections=200 >"$OUT/logs/postgres.log" 2>&1 &
+	PG_PID=$!
+	wait_port "$PG_PORT" 60 "$PG_PID"
+}
+
+start_mariadb() {
+	mkdir -p "$D/mysql" "$D/mysqltmp" "$D/mysqlrun"
+	[[ $EUID != 0 ]] || chown "$BENCH_USER:" "$D/mysql" "$D/mysqltmp" "$D/mysqlrun"
+	if ! as_bench timeout --foreground -k 5 180 mariadb-install-db --no-defaults --datadir="$D/mysql" \
+		--auth-root-authentication-method=normal --skip-test-db >"$OUT/logs/mariadb-install-db.log" 2>&1; then
+		tail -n 30 "$OUT/logs/mariadb-install-db.log" >&2
+		return 1
+	fi
+	# Durable defaults: innodb_flush_log_at_trx_commit=1 (fsync per commit).
+	as_bench_exec mariadbd --no-defaults --datadir="$D/mysql" --tmpdir="$D/mysqltmp" \
+		--socket="$D/mysqlrun/mysql.sock" --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+		--pid-file="$D/mysqlrun/mysql.pid" --innodb-flush-log-at-trx-commit=1 --max-connections=300 \
+		>"$OUT/logs/mariadb.log" 2>&1 &
+	MYSQL_PID=$!
+	wait_port "$MYSQL_PORT" 60 "$MYSQL_PID" || return 1
+	# The unix socket (used once, for the setup below) comes up just after
+	# the TCP port.
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -S $D/mysqlrun/mysql.sock ]] && break
+		kill -0 "$MYSQL_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	timeout --foreground -k 5 30 mariadb --no-defaults --socket="$D/mysqlrun/mysql.sock" -u root -e "
+		CREATE DATABASE IF NOT EXISTS bench;
+		CREATE USER IF NOT EXISTS 'bench'@'127.0.0.1' IDENTIFIED BY 'bench';
+		GRANT ALL ON bench.* TO 'bench'@'127.0.0.1';" >>"$OUT/logs/mariadb.log" 2>&1
+}
+
+# run_peer NAME: start it, drive it at every range size, stop it.
+run_peer() {
+	local p=$1 c
+	if ! peer_present "$p"; then
+		fail "$p is not installed; skipped"
+		return
+	fi
+	log "starting $p"
+	case $p in
+	etcd)
+		start_etcd
+		if ! wait_etcd; then
+			fail "etcd did not become ready (see logs/etcd-*.log)"
+			stop_etcd
+			return
+		fi
+		LOAD_PIDS=$(joined "${ETCD_PID[@]}")
+		for c in $BENCH_COUNTS; do load etcd etcd 3 "$c" "$ETCD_CLIENTS" --kind etcd; done
+		if [[ $FAILOVER_KILLS -gt 0 ]]; then etcd_failover; fi
+		stop_etcd
+		;;
+	redis)
+		if start_redis; then
+			LOAD_PIDS=$REDIS_PID
+			for c in $BENCH_COUNTS; do load redis redis 1 "$c" "$REDIS_ADDR" --kind redis; done
+		else
+			fail "redis did not start (see logs/redis.log)"
+		fi
+		stop_pid "$REDIS_PID"
+		REDIS_PID=""
+		;;
+	postgres)
+		if start_postgres; then
+			LOAD_PIDS=$PG_PID # and its children, the backends
+			for c in $BENCH_COUNTS; do load postgres postgres 1 "$c" "127.0.0.1:$PG_PORT" --kind postgres --pg-user bench; done
+		else
+			fail "postgres did not start (see logs/initdb.log, logs/postgres.log)"
+		fi
+		stop_pid "$PG_PID" 30
+		PG_PID=""
+		;;
+	mariadb)
+		if start_mariadb; then
+			LOAD_PIDS=$MYSQL_PID
+			for c in $BENCH_COUNTS; do
+				if ((c > 65535)); then
+					log "mariadb: range size $c is above auto_increment_increment's maximum (65535); skipped"
+					continue
+				fi
+				load mariadb mariadb 1 "$c" "127.0.0.1:$MYSQL_PORT" --kind mysql
+			done
+		else
+			fail "mariadb did not start (see logs/mariadb*.log)"
+		fi
+		stop_pid "$MYSQL_PID" 30
+		MYSQL_PID=""
+		;;
+	*) fail "unknown peer $p" ;;
+	esac
+}
+
+# ---- run --------------------------------------------------------------------
+
+log "building into $BIN"
+(cd "$ROOT" && go build -o "$BIN/ticketd" ./cmd/ticketd && go build -o "$BIN/ticketd-bench" ./cmd/ticketd-bench)
+
+ports=(18080 18081 18082 18083 18091 18092 18093)
+[[ $BENCH_SCALING == 1 ]] && ports+=(18084 18085 18094 18095)
+[[ " $BENCH_PEERS " == *" etcd "* ]] && ports+=(18201 18202 18203 18211 18212 18213)
+[[ " $BENCH_PEERS " == *" redis "* ]] && ports+=(18301)
+[[ " $BENCH_PEERS " == *" postgres "* ]] && ports+=("$PG_PORT")
+[[ " $BENCH_PEERS " == *" mariadb "* ]] && ports+=("$MYSQL_PORT")
+for port in "${ports[@]}"; do
+	if port_busy "$port"; then
+		log "127.0.0.1:$port is already in use; stop whatever holds it first"
+		exit 1
+	fi
+done
+
+# Other engineers' test runs share this machine: wait (bounded) for them.
+busy() { pgrep -fa "go test|ticketd serve|jepsen" | grep -v -e pgrep -e "$$" || true; }
+if ((QUIET_WAIT > 0)); then
+	for ((i = 0; i < QUIET_WAIT / 10; i++)); do
+		[[ -z $(busy) ]] && break
+		((i % 6 == 0)) && log "waiting for other runs to finish (up to ${QUIET_WAIT}s): $(busy | head -n 3 | cut -c1-120 | tr '\n' ';')"
+		sleep 10
+	done
+fi
+
+{
+	echo "date: $(date -Iseconds)"
+	echo "command: scripts/bench.sh $* ($MODE run)"
+	echo "host: $(uname -srm)"
+	echo "cpus: $(nproc)  memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+	echo "go: $(go version)"
+	echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+	echo "settings: duration=$BENCH_DURATION warmup=$BENCH_WARMUP concurrency=$BENCH_CONCURRENCY range sizes=$BENCH_COUNTS peers=${BENCH_PEERS:-none}"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "other runs at start: $(busy | wc -l)$(busy | head -n 3 | cut -c1-100 | sed 's/^/\n  /' | tr -d '\r')"
+	for p in etcd redis-server mariadbd; do
+		command -v "$p" >/dev/null && echo "$p: $("$p" --version 2>&1 | head -n1)"
+	done
+	[[ -n $(initdb_bin) ]] && echo "postgres: $("$(dirname "$(initdb_bin)")/postgres" --version)"
+} >"$OUT/env.txt"
+cat "$OUT/env.txt" >&2
+
+if [[ -n $BENCH_PEERS ]]; then
+	install_peers
+	ensure_bench_user
+	chmod 755 "$WORK" "$D" # the bench user must reach its data dirs
+fi
+
+if [[ $BENCH_TICKETD == 1 ]]; then
+	# Baseline first, alone.
+	"$BIN/ticketd-bench" baseline --addr "$BASELINE_ADDR" >"$OUT/logs/baseline.log" 2>&1 &
+	BASELINE_PID=$!
+	if wait_port 18080 10 "$BASELINE_PID"; then
+		LOAD_PIDS=$BASELINE_PID
+		for c in $BENCH_COUNTS; do load echo echo 1 "$c" "http://$BASELINE_ADDR"; done
+	else
+		fail "baseline did not start"
+	fi
+	stop_pid "$BASELINE_PID"
+	BASELINE_PID=""
+
+	# ticketd, 3 nodes.
+	PPROF_FLAG=""
+	if [[ $BENCH_PROFILE == 1 ]]; then PPROF_FLAG=--pprof; fi
+	start_cluster 3
+	for c in $BENCH_COUNTS; do
+		wait_cluster
+		LOAD_PIDS=$(joined "${NODE_PID[@]}")
+		load ticketd ticketd 3 "$c" "http://$LEADER_ADDR"
+		# Round-robin over every node: two thirds of the workers hit followers,
+		# which forward to the leader.
+		load ticketd-any ticketd-any 3 "$c" "$ALL_URLS"
+	done
+	if [[ $BENCH_SCALING == 1 ]]; then
+		wait_cluster
+		LOAD_PIDS=$(joined "${NODE_PID[@]}")
+		GROUP_OVERRIDE=range load ticketd ticketd 3 100000 "http://$LEADER_ADDR"
+	fi
+	if [[ $BENCH_PROFILE == 1 ]]; then
+		wait_cluster
+		profile_ticketd 16
+		profile_ticketd 64
+	fi
+	if [[ $FAILOVER_KILLS -gt 0 ]]; then ticketd_failover || true; fi
+	if [[ $BENCH_SDK == 1 ]]; then ticketd_sdk || true; fi
+	stop_ticketd
+	PPROF_FLAG=""
+
+	if [[ $BENCH_SCALING == 1 ]]; then
+		for n in 5 1; do
+			start_cluster "$n"
+			LOAD_PIDS=$(joined "${NODE_PID[@]}")
+			GROUP_OVERRIDE=nodes load "ticketd-$n" ticketd "$n" 1000 "http://$LEADER_ADDR"
+			stop_ticketd
+		done
+	fi
+fi
+
+for p in $BENCH_PEERS; do run_peer "$p"; done
+
+if [[ $BENCH_MICRO == 1 ]]; then
+	log "micro-benchmarks: go test -run XXX -bench . -count 6 ./fsm/ ./issuer/ ./httpapi/ ./cmd/ticketd-bench/ (a few minutes)"
+	if (cd "$ROOT" && timeout --foreground -k 10 1500 go test -run XXX -bench . -count 6 ./fsm/ ./issuer/ ./httpapi/ ./cmd/ticketd-bench/) >"$OUT/micro.txt" 2>&1; then
+		BENCHSTAT=$(command -v benchstat || echo "$(go env GOPATH)/bin/benchstat")
+		if [[ ! -x $BENCHSTAT ]]; then
+			log "installing benchstat (go install golang.org/x/perf/cmd/benchstat@latest)"
+			timeout --foreground -k 5 300 go install golang.org/x/perf/cmd/benchstat@latest >"$OUT/logs/benchstat-install.log" 2>&1 || true
+		fi
+		if [[ -x $BENCHSTAT ]]; then (cd "$OUT" && "$BENCHSTAT" micro.txt) >"$OUT/micro-benchstat.txt" 2>&1 || true; fi
+	else
+		fail "micro-benchmarks (see $OUT/micro.txt)"
+	fi
+fi
+
+{
+	echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "other runs at end: $(busy | wc -l)"
+	echo "finished: $(date -Iseconds)"
+} >>"$OUT/env.txt"
+echo
+strict=()
+[[ $SMOKE == 1 ]] && strict=(--strict)
+if ! "$BIN/ticketd-bench" report --dir "$OUT" "${strict[@]}"; then
+	STATUS=1
+fi
+if [[ -s $OUT/profile-top-c64.txt ]]; then
+	echo
+	echo "=== CPU profile of the leader at concurrency 64 ($OUT/profile-top-c64.txt)"
+	sed -n '1,25p' "$OUT/profile-top-c64.txt"
+fi
+if [[ -s $OUT/micro-benchstat.txt ]]; then
+	echo
+	echo "=== micro-benchmarks ($OUT/micro-benchstat.txt)"
+	cat "$OUT/micro-benchstat.txt"
+fi
+if [[ -s $OUT/failures.txt ]]; then
+	echo
+	cat "$OUT/failures.txt"
+fi
+exit "$STATUS"
