@@ -11,3 +11,7 @@ fi
 go vet ./...
 # -p 1: packages that start clusters must not run side by side on a small machine.
 go test -race -count=1 -p 1 -timeout 25m "$@" ./...
+# The benchmark in smoke mode, so it cannot rot: a few seconds of ticketd and
+# the bare Echo handler; fails only on a correctness error (overlapping or
+# mis-sized ranges, errors), never on slow numbers.
+scripts/bench.sh --smoke
