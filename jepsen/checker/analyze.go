@@ -1,0 +1,117 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Options tune Analyze.
+type Options struct {
+	Porcupine     PorcupineOptions
+	SkipPorcupine bool
+}
+
+// Results is every figure of a run; results.json holds it.
+type Results struct {
+	Valid bool `json:"valid"`
+	// InvalidReasons says which checks failed.
+	InvalidReasons []string `json:"invalid_reasons,omitempty"`
+	// FirstViolationMs is the earliest moment (ms since the start) at which
+	// any violation was visible in the history.
+	FirstViolationMs float64                         `json:"first_violation_ms,omitempty"`
+	Ops              int                             `json:"ops"`
+	Counts           map[string]map[string]int       `json:"counts"`
+	IDsIssued        int64                           `json:"ids_issued"`
+	Sequences        []string                        `json:"sequences"`
+	WellFormed       WellFormedResult                `json:"well_formed"`
+	Uniqueness       UniquenessResult                `json:"uniqueness"`
+	Lost             LostResult                      `json:"lost"`
+	Linearizable     RealTimeResult                  `json:"linearizable_sorted"`
+	Reads            ReadResult                      `json:"reads"`
+	Porcupine        *PorcupineResult                `json:"porcupine,omitempty"`
+	Availability     AvailabilityResult              `json:"availability"`
+	Latency          map[string]map[string]Quantiles `json:"latency"`
+	NemesisRuns      map[string]int                  `json:"nemesis_runs"`
+}
+
+// Analyze runs every checker on h.
+func Analyze(h *History, opt Options) Results {
+	r := Results{Ops: len(h.Ops), NemesisRuns: map[string]int{}}
+	r.Counts, r.IDsIssued = Counts(h.Ops)
+	seqs := map[string]bool{}
+	for i := range h.Ops {
+		seqs[h.Ops[i].Seq] = true
+	}
+	r.Sequences = sortedKeys(seqs)
+	r.WellFormed = CheckWellFormed(h.Ops)
+	r.Uniqueness = CheckUniqueness(h.Ops)
+	r.Lost = CheckLost(h.Ops)
+	r.Linearizable = CheckRealTime(h.Ops)
+	r.Reads = CheckReads(h.Ops)
+	if !opt.SkipPorcupine {
+		p := CheckPorcupine(h.Ops, opt.Porcupine)
+		r.Porcupine = &p
+	}
+	r.Availability = Availability(h)
+	r.Latency = Latency(h.Ops)
+	for _, n := range h.Nemeses {
+		r.NemesisRuns[n.Kind]++
+	}
+
+	var reasons []string
+	var seen []float64
+	if !r.WellFormed.Valid {
+		reasons = append(reasons, fmt.Sprintf("well-formed: %d malformed answers", r.WellFormed.Malformed))
+		for _, v := range r.WellFormed.Examples[:1] {
+			seen = append(seen, v.SeenAtMs)
+		}
+	}
+	if !r.Uniqueness.Valid {
+		reasons = append(reasons, fmt.Sprintf("uniqueness: %d IDs handed out twice in %d overlapping ranges", r.Uniqueness.DuplicatedIDs, r.Uniqueness.OverlappingRanges))
+		seen = append(seen, r.Uniqueness.FirstSeenMs)
+	}
+	if !r.Lost.Checked {
+		reasons = append(reasons, fmt.Sprintf("lost: no successful final read of %v, the check could not be made", r.Lost.Unread))
+	}
+	if r.Lost.LostRanges > 0 {
+		reasons = append(reasons, fmt.Sprintf("lost: %d acknowledged ranges (%d IDs) at or above the final next", r.Lost.LostRanges, r.Lost.LostIDs))
+	}
+	if !r.Linearizable.Valid {
+		reasons = append(reasons, fmt.Sprintf("linearizable (sorted check): %d ranges below a range acknowledged before they were invoked", r.Linearizable.Violations))
+		seen = append(seen, r.Linearizable.FirstSeenMs)
+	}
+	if !r.Reads.Valid {
+		reasons = append(reasons, fmt.Sprintf("reads: %d stale and %d non-monotonic reads of next", r.Reads.Stale, r.Reads.NonMonotonic))
+		seen = append(seen, r.Reads.FirstSeenMs)
+	}
+	if r.Porcupine != nil && !r.Porcupine.Valid {
+		reasons = append(reasons, fmt.Sprintf("porcupine: %d of %d windows not linearizable", r.Porcupine.Illegal, r.Porcupine.Windows))
+		seen = append(seen, r.Porcupine.FirstSeenMs)
+	}
+	r.InvalidReasons = reasons
+	r.Valid = len(reasons) == 0
+	if len(seen) > 0 {
+		sort.Float64s(seen)
+		r.FirstViolationMs = seen[0]
+	}
+	return r
+}
+
+// QuickCheck runs the cheap safety checks (no porcupine, no lost check) on
+// a history still being written, for stopping a run at its first violation.
+// It returns "" while the history is valid.
+func QuickCheck(ops []Op) string {
+	if r := CheckWellFormed(ops); !r.Valid {
+		return fmt.Sprintf("malformed answer: %s", r.Examples[0].Detail)
+	}
+	if r := CheckUniqueness(ops); !r.Valid {
+		return fmt.Sprintf("duplicate: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)
+	}
+	if r := CheckRealTime(ops); !r.Valid {
+		return fmt.Sprintf("not linearizable: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)
+	}
+	if r := CheckReads(ops); !r.Valid {
+		return fmt.Sprintf("stale read: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)
+	}
+	return ""
+}

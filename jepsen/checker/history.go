@@ -1,0 +1,176 @@
+// Package checker reads a jepsen history of ticketd operations and decides
+// whether it kept ticketd's promises: no ID in two acknowledged ranges
+// (uniqueness), every acknowledged range below the final high-water mark (no
+// lost range), reservations and reads in real-time order (linearizability,
+// by an exact sorted check over the whole history and by porcupine on small
+// windows), and it measures availability and latency.
+//
+// The checkers are independent of each other and of the harness: they work
+// on a History (what history.jsonl holds) and nothing else.
+package checker
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Operation kinds.
+const (
+	// FReserve is POST /v1/sequences/{name}/ranges over raw HTTP.
+	FReserve = "reserve"
+	// FNext is one SDK Sequence.Next call: a range of one ID.
+	FNext = "next"
+	// FRead is GET /v1/sequences/{name}: a linearizable read of "next".
+	FRead = "read"
+)
+
+// Outcomes. Unknown means the operation may or may not have taken effect
+// (timeout, 503, connection lost after the request was sent): a checker may
+// never count it as a failure.
+const (
+	OK      = "ok"
+	Fail    = "fail"
+	Unknown = "unknown"
+)
+
+// Op is one client operation: invoked, then completed with an outcome.
+// Times are nanoseconds since the start of the run on a monotonic clock.
+type Op struct {
+	Type   string `json:"type"` // always "op"
+	Index  int64  `json:"index"`
+	Worker int    `json:"worker"`
+	F      string `json:"f"`
+	Node   string `json:"node,omitempty"`
+	Seq    string `json:"seq"`
+	// Session names the SDK Sequence object of a next: IDs of one
+	// Sequence are increasing in real time, IDs of two interleave.
+	Session  string `json:"session,omitempty"`
+	Count    int64  `json:"count,omitempty"`
+	Invoke   int64  `json:"invoke_ns"`
+	Complete int64  `json:"complete_ns"`
+	Outcome  string `json:"outcome"`
+	// First and Last: the range of an ok reserve or next.
+	First int64 `json:"first,omitempty"`
+	Last  int64 `json:"last,omitempty"`
+	// Next: the answer of an ok read; Exhausted when the server answered
+	// next = null (every ID up to max was handed out).
+	Next      int64 `json:"next,omitempty"`
+	Exhausted bool  `json:"exhausted,omitempty"`
+	// Final marks the reads made after the final heal, for the lost check.
+	Final bool `json:"final,omitempty"`
+	// Status is the HTTP status, 0 if there was none.
+	Status int    `json:"status,omitempty"`
+	Err    string `json:"error,omitempty"`
+	// Malformed describes an ok answer that broke the API on its own
+	// (wrong length, wrong sequence, non-positive ID).
+	Malformed string `json:"malformed,omitempty"`
+}
+
+// IsRange reports whether o is an acknowledged range (reserve or next).
+func (o *Op) IsRange() bool {
+	return o.Outcome == OK && (o.F == FReserve || o.F == FNext) && o.Malformed == ""
+}
+
+// IsRead reports whether o is an ok read.
+func (o *Op) IsRead() bool { return o.Outcome == OK && o.F == FRead && o.Malformed == "" }
+
+// Nemesis is one fault: injected at Start, healed at Healed, and the
+// cluster seen healthy again (every member ready, membership as expected)
+// at Recovered (0 if it was not within the bound).
+type Nemesis struct {
+	Type      string   `json:"type"` // always "nemesis"
+	Kind      string   `json:"kind"`
+	Start     int64    `json:"start_ns"`
+	Healed    int64    `json:"healed_ns"`
+	Recovered int64    `json:"recovered_ns,omitempty"`
+	Targets   []string `json:"targets,omitempty"`
+	Desc      string   `json:"desc,omitempty"`
+	Err       string   `json:"error,omitempty"`
+}
+
+// End is when the fault's effect is over: recovery, or the heal if the
+// cluster never recovered within the bound.
+func (n *Nemesis) End() int64 { return max(n.Healed, n.Recovered) }
+
+// Meta describes a run; it is the last line of history.jsonl.
+type Meta struct {
+	Type string `json:"type"` // always "meta"
+	// WorkloadEnd is when the clients stopped (ns since start).
+	WorkloadEnd int64             `json:"workload_end_ns"`
+	Started     time.Time         `json:"started"`
+	Info        map[string]string `json:"info,omitempty"`
+}
+
+// History is everything the checkers look at.
+type History struct {
+	Ops     []Op
+	Nemeses []Nemesis
+	Meta    Meta
+}
+
+// Load reads a history.jsonl file.
+func Load(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f)
+}
+
+// Read decodes history.jsonl content: one JSON object per line, each an op,
+// a nemesis or the meta record.
+func Read(r io.Reader) (*History, error) {
+	h := &History{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var probe struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(b, &probe); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		switch probe.Type {
+		case "op":
+			var o Op
+			if err := json.Unmarshal(b, &o); err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			h.Ops = append(h.Ops, o)
+		case "nemesis":
+			var n Nemesis
+			if err := json.Unmarshal(b, &n); err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			h.Nemeses = append(h.Nemeses, n)
+		case "meta":
+			if err := json.Unmarshal(b, &h.Meta); err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+		default:
+			return nil, fmt.Errorf("line %d: unknown record type %q", line, probe.Type)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if h.Meta.WorkloadEnd == 0 {
+		for i := range h.Ops {
+			if !h.Ops[i].Final {
+				h.Meta.WorkloadEnd = max(h.Meta.WorkloadEnd, h.Ops[i].Complete)
+			}
+		}
+	}
+	return h, nil
+}

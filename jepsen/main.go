@@ -1,0 +1,239 @@
+//go:build linux
+
+// Command jepsen is ticketd's fault-injection suite: it runs a real cluster
+// (local processes of the built binary, or the containers of the compose
+// file with --docker), drives it with clients that record every operation,
+// injects faults on a schedule (crashes, pauses, partitions, slow and lossy
+// links, membership changes, wiped disks), heals, and checks the history:
+// no ID handed out twice, no acknowledged range lost, reservations and reads
+// linearizable. See jepsen/README.md.
+//
+//	go run ./jepsen --nodes 5 --time-limit 5m --nemesis all
+//	go run ./jepsen --docker --nodes 5 --time-limit 30m
+//	go run ./jepsen --fault serve-uncommitted --nemesis kill-leader --stop-on-violation
+//	go run ./jepsen --check jepsen-results/20250101T000000   # re-check a history
+//
+// Exit status: 0 valid, 1 invalid (a promise was broken), 2 the run could
+// not be made or its result is inconclusive, 3 (with --require-all-kinds) a
+// nemesis kind never ran.
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	exitValid        = 0
+	exitInvalid      = 1
+	exitInconclusive = 2
+	exitKindsMissing = 3
+)
+
+// config is everything a run needs.
+type config struct {
+	Nodes           int
+	TimeLimit       time.Duration
+	Nemeses         []string
+	Schedule        string
+	Cycles          int
+	FaultMin        time.Duration
+	FaultMax        time.Duration
+	Quiet           time.Duration
+	RecoveryTimeout time.Duration
+	Docker          bool
+	Faults          string
+	Seed            uint64
+	Out             string
+	RawWorkers      int
+	SmallWorkers    int
+	Readers         int
+	RWWorkers       int
+	SDKWorkers      int
+	OpTimeout       time.Duration
+	Rate            float64
+	StopOnViolation bool
+	Net             string
+	Bin             string
+	Image           string
+	KeepData        bool
+	RequireAllKinds bool
+	PorcupineWindow int
+	FinalWorkload   time.Duration
+
+	Heartbeat, Election, Lease time.Duration
+	SnapThreshold, Trailing    uint64
+	SnapInterval               time.Duration
+
+	root string // the repository root
+	// Bearer tokens the nodes accept (authentication stays on, as in
+	// production): admin for the harness's control requests, reserve for
+	// the workload.
+	adminToken, reserveToken string
+}
+
+// tokensEnv is TICKETD_TOKENS for the nodes.
+func (c *config) tokensEnv() string {
+	return "admin " + c.adminToken + ";reserve " + c.reserveToken
+}
+
+func newToken() string {
+	b := make([]byte, 24)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("jepsen", flag.ContinueOnError)
+	cfg := config{}
+	var nemeses, checkDir string
+	var seed int64
+	fs.IntVar(&cfg.Nodes, "nodes", 5, "cluster size (3 or 5; any size >= 3 in process mode)")
+	fs.DurationVar(&cfg.TimeLimit, "time-limit", 5*time.Minute, "how long the workload and nemeses run (setup, final heal and checks come on top)")
+	fs.StringVar(&nemeses, "nemesis", "all", "comma-separated nemesis kinds, \"all\" or \"none\" (kinds: "+strings.Join(allKinds, ", ")+")")
+	fs.StringVar(&cfg.Schedule, "schedule", "cycle", "cycle: every selected kind once per cycle, in a random order; random: an independent random choice each time")
+	fs.IntVar(&cfg.Cycles, "cycles", 0, "with --schedule cycle, end the workload after this many full cycles (0: run until --time-limit)")
+	fs.DurationVar(&cfg.FaultMin, "fault-min", 2*time.Second, "shortest time a fault stays injected")
+	fs.DurationVar(&cfg.FaultMax, "fault-max", 6*time.Second, "longest time a fault stays injected")
+	fs.DurationVar(&cfg.Quiet, "quiet", 2*time.Second, "time without faults after each recovery")
+	fs.DurationVar(&cfg.RecoveryTimeout, "recovery-timeout", 30*time.Second, "how long to wait for the cluster to be healthy after a heal")
+	fs.BoolVar(&cfg.Docker, "docker", false, "run the containers of deploy/docker-compose*.yml instead of local processes")
+	fs.StringVar(&cfg.Faults, "fault", "", "plant server bugs (builds with -tags ticketd_faults; passes --unsafe-fault to every node): serve-uncommitted, skip-barrier, skip-verify, keep-blocks")
+	fs.Int64Var(&seed, "seed", 0, "random seed (0: from the clock); printed and stored in results.json")
+	fs.StringVar(&cfg.Out, "out", "", "run folder (default jepsen-results/<timestamp>)")
+	fs.IntVar(&cfg.RawWorkers, "workers", 6, "raw HTTP reservation workers (counts 1..1000, three large sequences)")
+	fs.IntVar(&cfg.SmallWorkers, "small-workers", 2, "reservation workers on small sequences (64..128-ID blocks: every request waits on a fresh block)")
+	fs.IntVar(&cfg.Readers, "readers", 2, "workers reading GET /v1/sequences/{name}")
+	fs.IntVar(&cfg.RWWorkers, "rw-workers", 1, "workers that reserve on a small sequence and then read it back, retrying the read every 2 ms while it fails (the first read a new leader serves)")
+	fs.IntVar(&cfg.SDKWorkers, "sdk-workers", 2, "goroutines calling the SDK's Sequence.Next (two per Sequence)")
+	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 2*time.Second, "client timeout of one operation (a timeout is an unknown outcome)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "cap on raw reservations + reads per second over all workers (0: closed loop, no cap)")
+	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "check the history every few seconds and end the run at the first violation")
+	fs.StringVar(&cfg.Net, "net", "auto", "process mode networking: netns (per-node network namespaces; needs root), loopback (no network nemeses), auto")
+	fs.StringVar(&cfg.Bin, "bin", "", "use this ticketd binary instead of building one (process mode)")
+	fs.StringVar(&cfg.Image, "image", "", "Docker image to use (default: build ticketd:jepsen or ticketd:jepsen-faults)")
+	fs.BoolVar(&cfg.KeepData, "keep-data", false, "keep the nodes' data dirs in the run folder (process mode)")
+	fs.BoolVar(&cfg.RequireAllKinds, "require-all-kinds", false, "exit 3 if a selected nemesis kind never ran")
+	fs.IntVar(&cfg.PorcupineWindow, "porcupine-window", 200, "operations per porcupine window")
+	fs.DurationVar(&cfg.FinalWorkload, "final-workload", 5*time.Second, "how long clients keep going after the final heal")
+	fs.DurationVar(&cfg.Heartbeat, "heartbeat-timeout", 300*time.Millisecond, "nodes' --heartbeat-timeout")
+	fs.DurationVar(&cfg.Election, "election-timeout", 300*time.Millisecond, "nodes' --election-timeout")
+	fs.DurationVar(&cfg.Lease, "leader-lease-timeout", 150*time.Millisecond, "nodes' --leader-lease-timeout")
+	fs.Uint64Var(&cfg.SnapThreshold, "snapshot-threshold", 64, "nodes' --snapshot-threshold (small: snapshots and their install are always in play)")
+	fs.DurationVar(&cfg.SnapInterval, "snapshot-interval", time.Second, "nodes' --snapshot-interval")
+	fs.Uint64Var(&cfg.Trailing, "trailing-logs", 32, "nodes' --trailing-logs")
+	fs.StringVar(&checkDir, "check", "", "only re-check the history.jsonl of this run folder and rewrite its results")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitInconclusive
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "jepsen: unexpected arguments %q\n", fs.Args())
+		return exitInconclusive
+	}
+	if checkDir != "" {
+		return recheck(checkDir, cfg.PorcupineWindow)
+	}
+	kinds, err := parseKinds(nemeses)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return exitInconclusive
+	}
+	cfg.Nemeses = kinds
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return exitInconclusive
+	}
+	cfg.Seed = uint64(seed)
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return exitInconclusive
+	}
+	cfg.root = root
+	cfg.adminToken, cfg.reserveToken = newToken(), newToken()
+	if cfg.Out == "" {
+		cfg.Out = filepath.Join(root, "jepsen-results", time.Now().Format("20060102T150405"))
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return exitInconclusive
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	// The first signal ends the run (heal, tear down, write what was
+	// seen); a second one kills the harness at once (a later run removes
+	// what it left behind).
+	context.AfterFunc(ctx, stop)
+	return execute(ctx, &cfg)
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.Nodes < 3 || c.Nodes > 9:
+		return fmt.Errorf("--nodes %d: want 3..9", c.Nodes)
+	case c.Docker && c.Nodes != 3 && c.Nodes != 5:
+		return fmt.Errorf("--docker: the compose files define 3 or 5 nodes, not %d", c.Nodes)
+	case c.TimeLimit <= 0:
+		return errors.New("--time-limit must be positive")
+	case c.FaultMin <= 0 || c.FaultMax < c.FaultMin:
+		return errors.New("want 0 < --fault-min <= --fault-max")
+	case c.Schedule != "cycle" && c.Schedule != "random":
+		return fmt.Errorf("--schedule %q: want cycle or random", c.Schedule)
+	case c.Net != "auto" && c.Net != "netns" && c.Net != "loopback":
+		return fmt.Errorf("--net %q: want auto, netns or loopback", c.Net)
+	case c.RawWorkers < 1:
+		return errors.New("--workers must be at least 1")
+	case c.OpTimeout <= 0:
+		return errors.New("--op-timeout must be positive")
+	}
+	for _, f := range strings.Split(c.Faults, ",") {
+		switch strings.TrimSpace(f) {
+		case "", "serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks":
+		default:
+			return fmt.Errorf("--fault %q: want serve-uncommitted, skip-barrier, skip-verify or keep-blocks", f)
+		}
+	}
+	return nil
+}
+
+// repoRoot finds the directory of ticketd's go.mod from the working
+// directory up.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i < 64; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/ticketd/ticketd\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", errors.New("run from inside the ticketd repository (no go.mod of github.com/ticketd/ticketd found above the working directory)")
+}

@@ -1,0 +1,196 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/jepsen/checker"
+)
+
+func TestParseKinds(t *testing.T) {
+	all, err := parseKinds("all")
+	if err != nil || len(all) != len(allKinds) {
+		t.Fatalf("all: %v %v", all, err)
+	}
+	none, err := parseKinds("none")
+	if err != nil || len(none) != 0 {
+		t.Fatalf("none: %v %v", none, err)
+	}
+	got, err := parseKinds("kill,pause-leader,kill-leader")
+	if err != nil || !slices.Equal(got, []string{"kill-all", "kill-leader", "kill-random", "pause-leader"}) {
+		t.Fatalf("groups: %v %v", got, err)
+	}
+	if _, err := parseKinds("kill-everything"); err == nil {
+		t.Fatal("unknown kind accepted")
+	}
+	for _, g := range kindGroups {
+		for _, k := range g {
+			if !slices.Contains(allKinds, k) {
+				t.Errorf("group names unknown kind %q", k)
+			}
+		}
+	}
+	for k := range netKinds {
+		if !slices.Contains(allKinds, k) {
+			t.Errorf("netKinds names unknown kind %q", k)
+		}
+	}
+}
+
+func TestRingOfMajorities(t *testing.T) {
+	for _, n := range []int{4, 5, 6, 7, 9} {
+		views := map[string]bool{}
+		for i := 0; i < n; i++ {
+			var view []int
+			for j := 0; j < n; j++ {
+				if ringConnected(i, j, n) != ringConnected(j, i, n) {
+					t.Fatalf("n=%d: not symmetric for %d,%d", n, i, j)
+				}
+				if ringConnected(i, j, n) {
+					view = append(view, j)
+				}
+			}
+			if len(view) < n/2+1 {
+				t.Fatalf("n=%d: node %d sees %v, not a majority", n, i, view)
+			}
+			if len(view) == n {
+				t.Fatalf("n=%d: node %d sees everyone", n, i)
+			}
+			key := ""
+			for _, v := range view {
+				key += string(rune('a' + v))
+			}
+			if views[key] {
+				t.Fatalf("n=%d: two nodes see the same majority %v", n, view)
+			}
+			views[key] = true
+		}
+	}
+}
+
+func TestBridge(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		half := (n - 1) / 2
+		for i := 0; i < n; i++ {
+			if !bridgeConnected(0, i, n) {
+				t.Fatalf("n=%d: the bridge does not see %d", n, i)
+			}
+		}
+		if bridgeConnected(1, 1+half, n) {
+			t.Fatalf("n=%d: the halves see each other", n)
+		}
+		if n == 5 && !bridgeConnected(1, 2, n) {
+			t.Fatal("a half is split")
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		r    httpResult
+		want string
+	}{
+		{httpResult{err: errors.New("dial tcp: connection refused")}, checker.Fail},
+		{httpResult{err: errors.New("context deadline exceeded"), sent: true}, checker.Unknown},
+		{httpResult{status: http.StatusServiceUnavailable, sent: true, body: []byte(`{"type":"urn:ticketd:problem:unavailable"}`)}, checker.Unknown},
+		{httpResult{status: http.StatusConflict, sent: true}, checker.Fail},
+		{httpResult{status: http.StatusTooManyRequests, sent: true}, checker.Fail},
+		{httpResult{status: http.StatusBadGateway, sent: true}, checker.Unknown},
+	}
+	for i, c := range cases {
+		var o checker.Op
+		classify(&o, c.r)
+		if o.Outcome != c.want {
+			t.Errorf("case %d: %+v → %s, want %s", i, c.r, o.Outcome, c.want)
+		}
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	valid := runResults{}
+	valid.Valid, valid.Lost.Checked = true, true
+	valid.WellFormed.Valid, valid.Uniqueness.Valid, valid.Linearizable.Valid, valid.Reads.Valid = true, true, true, true
+	if v := verdict(&valid); v != exitValid {
+		t.Fatalf("valid → %d", v)
+	}
+	dup := valid
+	dup.Valid, dup.Uniqueness.Valid = false, false
+	dup.Run.Interrupted = true
+	if v := verdict(&dup); v != exitInvalid {
+		t.Fatalf("duplicate in an interrupted run → %d, want invalid", v)
+	}
+	unread := valid
+	unread.Valid, unread.Lost.Checked = false, false
+	if v := verdict(&unread); v != exitInconclusive {
+		t.Fatalf("no final read → %d, want inconclusive", v)
+	}
+}
+
+func TestTimingArgsBecomeEnv(t *testing.T) {
+	c := &config{Faults: "skip-verify"}
+	args := c.timingArgs()
+	if len(args)%2 != 0 || !slices.Contains(args, "--unsafe-fault") {
+		t.Fatalf("args %v", args)
+	}
+}
+
+func TestDialGuards(t *testing.T) {
+	f := &fabric{}
+	for _, addr := range []string{"127.0.0.1:8080", "10.0.0.1:8080", "example.com:80", "10.231.770.1:80"} {
+		if _, err := f.dial(t.Context(), "tcp", addr); err == nil {
+			t.Errorf("fabric dialed %s", addr)
+		}
+	}
+	for _, addr := range []string{"10.231.77.11:8080", "192.168.1.1:80", "[::2]:80"} {
+		if _, err := loopbackDial(t.Context(), "tcp", addr); err == nil || !strings.Contains(err.Error(), "refusing") {
+			t.Errorf("loopback mode dialed %s: %v", addr, err)
+		}
+	}
+	b := &dockerBackend{known: map[string]bool{"172.30.0.2": true}}
+	if _, err := b.dial(t.Context(), "tcp", "172.30.0.3:8080"); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("docker mode dialed an unknown container: %v", err)
+	}
+}
+
+func TestRecorderWritesALoadableHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	r, err := newRecorder(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := r.invoke(checker.Op{Worker: 3, F: checker.FReserve, Node: "n1", Seq: "s", Count: 2})
+	o.Outcome, o.First, o.Last = checker.OK, 1, 2
+	r.done(o)
+	r.nemesis(checker.Nemesis{Kind: "kill-leader", Start: 1, Healed: 2})
+	h, err := r.close(checker.Meta{WorkloadEnd: 99})
+	if err != nil || len(h.Ops) != 1 {
+		t.Fatalf("%v %+v", err, h)
+	}
+	back, err := checker.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Ops) != 1 || back.Ops[0].Last != 2 || back.Ops[0].Complete < back.Ops[0].Invoke ||
+		len(back.Nemeses) != 1 || back.Meta.WorkloadEnd != 99 {
+		t.Fatalf("loaded %+v", back)
+	}
+}
+
+func TestCountSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	log := "x snapshot complete up to y\nInstalled remote snapshot\nsnapshot complete up to\ninstalling snapshot on peer\n"
+	if err := os.WriteFile(filepath.Join(dir, "n1.run1.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := countSnapshots(dir)
+	if got["taken"] != 2 || got["installed"] != 1 || got["sent"] != 1 {
+		t.Fatalf("got %v", got)
+	}
+}

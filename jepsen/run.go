@@ -1,0 +1,342 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/jepsen/checker"
+)
+
+// runInfo describes a run in results.json.
+type runInfo struct {
+	Mode            string            `json:"mode"`
+	Backend         string            `json:"backend"`
+	Nodes           int               `json:"nodes"`
+	Seed            uint64            `json:"seed"`
+	TimeLimit       string            `json:"time_limit"`
+	Schedule        string            `json:"schedule"`
+	Nemeses         []string          `json:"nemeses"`
+	Skipped         map[string]string `json:"skipped_nemeses,omitempty"`
+	NotRun          []string          `json:"kinds_not_run,omitempty"`
+	Faults          string            `json:"faults,omitempty"`
+	Started         time.Time         `json:"started"`
+	WorkloadSeconds float64           `json:"workload_seconds"`
+	TotalSeconds    float64           `json:"total_seconds"`
+	NodeFlags       []string          `json:"node_flags"`
+	Workers         map[string]int    `json:"workers"`
+	Interrupted     bool              `json:"interrupted,omitempty"`
+	FinalHeal       string            `json:"final_heal"`
+	Notes           []string          `json:"notes,omitempty"`
+	// StoppedOnViolation: the online check saw a violation and ended the
+	// run early; DetectedAtMs is when (since the start).
+	// Snapshots counts, from the nodes' logs, the Raft snapshots taken and
+	// installed from a leader during the run.
+	Snapshots          map[string]int `json:"snapshots,omitempty"`
+	StoppedOnViolation bool           `json:"stopped_on_violation,omitempty"`
+	DetectedAtMs       float64        `json:"detected_at_ms,omitempty"`
+	Detection          string         `json:"detection,omitempty"`
+}
+
+type runResults struct {
+	checker.Results
+	Run runInfo `json:"run"`
+}
+
+// logger prints progress lines with the time since the start and keeps
+// them in run.log.
+type logger struct {
+	t0 time.Time
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *logger) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "[%7.1fs] %s\n", time.Since(l.t0).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func execute(ctx context.Context, cfg *config) int {
+	t0 := time.Now()
+	lf, err := os.Create(filepath.Join(cfg.Out, "run.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return exitInconclusive
+	}
+	defer lf.Close()
+	lg := &logger{t0: t0, w: io.MultiWriter(os.Stdout, lf)}
+	logf := lg.logf
+	logf("run folder %s, seed %d", cfg.Out, cfg.Seed)
+
+	var b backend
+	if cfg.Docker {
+		b, err = newDockerBackend(cfg)
+	} else {
+		b, err = newProcBackend(cfg)
+	}
+	if err != nil {
+		logf("setup: %v", err)
+		return exitInconclusive
+	}
+	defer b.teardown()
+	logf("backend: %s", b.name())
+	logf("building %s", map[bool]string{true: "the image", false: "the binary"}[cfg.Docker])
+	if err := b.prepare(ctx); err != nil {
+		logf("build: %v", err)
+		return exitInconclusive
+	}
+
+	tr := &http.Transport{
+		DialContext:         b.dial,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	c := newCluster(b, cfg, hc, logf)
+	// On every way out: stop the nodes, keep their logs, then (the
+	// earlier defer) tear down what the backend made.
+	logsDone := false
+	defer func() {
+		if !logsDone {
+			b.collectLogs(filepath.Join(cfg.Out, "logs"), c.All())
+		}
+	}()
+	defer c.stopAll()
+	logf("starting %d nodes", cfg.Nodes)
+	if err := c.boot(ctx); err != nil {
+		logf("boot: %v", err)
+		return exitInconclusive
+	}
+	rec, err := newRecorder(filepath.Join(cfg.Out, "history.jsonl"))
+	if err != nil {
+		logf("%v", err)
+		return exitInconclusive
+	}
+	w := newWorkload(cfg, c, rec, hc, logf)
+	if err := w.setup(ctx); err != nil {
+		logf("setup: %v", err)
+		return exitInconclusive
+	}
+	nf := newNetFaults(b, cfg.Seed)
+	nem := newNemesis(cfg, c, nf, rec, cfg.Seed, logf)
+	kinds := nem.applicable()
+	for k, why := range nem.skipped {
+		logf("nemesis %s skipped: %s", k, why)
+	}
+	info := runInfo{
+		Mode: map[bool]string{true: "docker", false: "process"}[cfg.Docker], Backend: b.name(), Nodes: cfg.Nodes,
+		Seed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Schedule: cfg.Schedule, Nemeses: kinds, Skipped: nem.skipped,
+		Faults: cfg.Faults, Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
+		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers, "sdk": cfg.SDKWorkers},
+	}
+
+	// The workload and the nemeses run until the time limit, the cycles
+	// are done, a violation is seen (with --stop-on-violation) or the
+	// harness is interrupted.
+	runCtx, cancelRun := context.WithTimeout(ctx, cfg.TimeLimit)
+	defer cancelRun()
+	logf("workload: %d raw, %d small-sequence, %d read, %d read-after-write, %d SDK workers; nemeses: %s",
+		cfg.RawWorkers, cfg.SmallWorkers, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, strings.Join(kinds, " "))
+	w.start(runCtx, cfg.Seed)
+	if w.sdkNote != "" {
+		info.Notes = append(info.Notes, w.sdkNote)
+	}
+	var detMu sync.Mutex
+	if cfg.StopOnViolation {
+		go func() {
+			for sleepCtx(runCtx, 3*time.Second) {
+				if why := checker.QuickCheck(rec.snapshot()); why != "" {
+					detMu.Lock()
+					info.StoppedOnViolation, info.DetectedAtMs, info.Detection = true, float64(time.Since(rec.t0).Milliseconds()), why
+					detMu.Unlock()
+					logf("VIOLATION: %s", why)
+					cancelRun()
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		for sleepCtx(runCtx, 30*time.Second) {
+			logf("progress: %d operations", rec.count())
+		}
+	}()
+	nem.loop(runCtx, kinds) // returns at the time limit, or once the cycles are done
+	cancelRun()
+	interrupted := ctx.Err() != nil
+	info.Interrupted = interrupted
+
+	// Final heal and recovery, then the last reads.
+	fctx, cancelF := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancelF()
+	if interrupted {
+		logf("interrupted: stopping")
+		w.halt()
+	} else {
+		logf("final heal")
+		if err := nem.healAll(fctx); err != nil {
+			logf("final heal: %v", err)
+		}
+		if err := c.waitHealthy(fctx, 60*time.Second); err != nil {
+			info.FinalHeal = err.Error()
+			logf("final recovery: %v", err)
+		} else {
+			info.FinalHeal = "healthy"
+		}
+		sleepCtx(fctx, cfg.FinalWorkload)
+		w.halt()
+	}
+	workloadEnd := rec.now()
+	w.closeSDK()
+	if !interrupted {
+		logf("final reads")
+		if unread := w.finalReads(fctx, 10_000); len(unread) > 0 {
+			logf("final reads failed for %v", unread)
+		}
+	}
+	h, err := rec.close(checker.Meta{WorkloadEnd: workloadEnd, Started: t0.UTC(), Info: map[string]string{"seed": fmt.Sprint(cfg.Seed)}})
+	if err != nil {
+		logf("history: %v", err)
+	}
+	c.stopAll()
+	b.collectLogs(filepath.Join(cfg.Out, "logs"), c.All())
+	logsDone = true
+	info.Snapshots = countSnapshots(filepath.Join(cfg.Out, "logs"))
+	info.WorkloadSeconds = float64(workloadEnd) / 1e9
+
+	ran := map[string]bool{}
+	for _, n := range h.Nemeses {
+		ran[n.Kind] = true
+	}
+	for _, k := range kinds {
+		if !ran[k] {
+			info.NotRun = append(info.NotRun, k)
+		}
+	}
+	logf("checking %d operations", len(h.Ops))
+	res := checker.Analyze(h, checker.Options{Porcupine: checker.PorcupineOptions{
+		Window: cfg.PorcupineWindow, VisDir: cfg.Out, MaxVis: 3, Timeout: 10 * time.Second, Budget: 5 * time.Minute,
+	}})
+	info.TotalSeconds = time.Since(t0).Seconds()
+	out := runResults{Results: res, Run: info}
+	code := verdict(&out)
+	if err := writeOutputs(cfg.Out, &out, h); err != nil {
+		logf("writing results: %v", err)
+	}
+	summarize(logf, &out)
+	if code == exitValid && cfg.RequireAllKinds && len(info.NotRun) > 0 {
+		logf("kinds that never ran: %v", info.NotRun)
+		return exitKindsMissing
+	}
+	return code
+}
+
+// verdict is the exit code: a broken promise is invalid whatever else
+// happened; otherwise an interrupted run, or one whose lost check could not
+// be made, is inconclusive.
+func verdict(r *runResults) int {
+	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
+		!r.Reads.Valid || (r.Porcupine != nil && !r.Porcupine.Valid)
+	switch {
+	case broken:
+		return exitInvalid
+	case r.Run.Interrupted, !r.Lost.Checked, !r.Valid:
+		return exitInconclusive
+	}
+	return exitValid
+}
+
+func writeOutputs(dir string, r *runResults, h *checker.History) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.html"), []byte(renderReport(r, h)), 0o644)
+}
+
+func summarize(logf func(string, ...any), r *runResults) {
+	var kinds []string
+	for k := range r.Availability.ByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	logf("operations %d, IDs issued %d, duplicates %d, lost %d, linearizability violations %d, stale reads %d",
+		r.Ops, r.IDsIssued, r.Uniqueness.DuplicatedIDs, r.Lost.LostRanges, r.Linearizable.Violations, r.Reads.Stale+r.Reads.NonMonotonic)
+	for f, m := range r.Counts {
+		logf("  %-8s ok %d, fail %d, unknown %d", f, m[checker.OK], m[checker.Fail], m[checker.Unknown])
+	}
+	logf("longest stretch without a successful reservation: %.0f ms", r.Availability.LongestGapMs)
+	if s := r.Run.Snapshots; s != nil {
+		logf("raft snapshots: %d taken, %d sent, %d installed", s["taken"], s["sent"], s["installed"])
+	}
+	for _, k := range kinds {
+		a := r.Availability.ByKind[k]
+		logf("  %-24s runs %d, max gap %.0f ms, max recovery after heal %.0f ms", k, a.Runs, a.MaxGapMs, a.MaxRecoveryMs)
+	}
+	if q, ok := r.Latency[checker.FReserve][checker.OK]; ok {
+		logf("reserve ok latency: p50 %.2f ms, p99 %.2f ms, max %.0f ms", q.P50, q.P99, q.Max)
+	}
+	if r.Porcupine != nil {
+		logf("porcupine: %d windows, %d ok, %d illegal, %d unknown", r.Porcupine.Windows, r.Porcupine.Ok, r.Porcupine.Illegal, r.Porcupine.Unknown)
+	}
+	if r.Valid {
+		logf("VALID")
+	} else {
+		logf("INVALID: %s", strings.Join(r.InvalidReasons, "; "))
+	}
+}
+
+// recheck re-runs the checkers on a run folder's history.
+func recheck(dir string, window int) int {
+	h, err := checker.Load(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return exitInconclusive
+	}
+	var old runResults
+	if b, err := os.ReadFile(filepath.Join(dir, "results.json")); err == nil {
+		_ = json.Unmarshal(b, &old)
+	}
+	res := checker.Analyze(h, checker.Options{Porcupine: checker.PorcupineOptions{Window: window, VisDir: dir, MaxVis: 3}})
+	out := runResults{Results: res, Run: old.Run}
+	if err := writeOutputs(dir, &out, h); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+	}
+	lg := &logger{t0: time.Now(), w: os.Stdout}
+	summarize(lg.logf, &out)
+	return verdict(&out)
+}
+
+// countSnapshots counts Raft's own log lines for snapshots taken and
+// snapshots installed from a leader, over every node log.
+func countSnapshots(dir string) map[string]int {
+	out := map[string]int{"taken": 0, "installed": 0, "sent": 0}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		out["taken"] += strings.Count(string(b), "snapshot complete up to")
+		out["installed"] += strings.Count(string(b), "Installed remote snapshot")
+		out["sent"] += strings.Count(string(b), "installing snapshot on")
+	}
+	return out
+}

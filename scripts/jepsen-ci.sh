@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The CI schedule of the fault-injection suite: 5 local ticketd processes in
+# per-node network namespaces, every nemesis kind once (one cycle, 2-3 s per
+# fault), then the final heal and every checker. Bounded to under 5 minutes
+# of wall clock; exits non-zero if the history is invalid (1), the run was
+# inconclusive (2) or a nemesis kind never ran (3).
+#   scripts/jepsen-ci.sh            # results in jepsen-results/ci-<timestamp>
+set -euo pipefail
+# shellcheck source=scripts/jepsen-lib.sh
+source "$(dirname "$0")/jepsen-lib.sh"
+jepsen_require_root
+start=$(date +%s)
+jepsen_build
+JEPSEN_WAIT_IDLE=${JEPSEN_WAIT_IDLE:-120} jepsen_wait_idle
+cd "$jepsen_root"
+out=${JEPSEN_OUT:-jepsen-results/ci-$(date +%Y%m%dT%H%M%S)}
+# What is left of the 5 minutes, less a margin for the final checks.
+budget=$(( 290 - ($(date +%s) - start) ))
+(( budget > 120 )) || { echo "jepsen-ci: not enough time left ($budget s)" >&2; exit 2; }
+args=(--nodes 5 --nemesis all --schedule cycle --cycles 1 --time-limit 3m
+      --fault-min 2s --fault-max 3s --quiet 1s --final-workload 3s --out "$out")
+if [[ $(id -u) == 0 ]]; then
+  args+=(--require-all-kinds)
+else
+  args+=(--net loopback) # JEPSEN_ALLOW_LOOPBACK: no network nemeses
+fi
+set +e
+timeout -s TERM -k 20 "$budget" build/jepsen/jepsen "${args[@]}"
+code=$?
+set -e
+echo "jepsen-ci: exit $code after $(( $(date +%s) - start )) s; report: $out/report.html"
+exit "$code"
