@@ -15,3 +15,7 @@ go test -race -count=1 -p 1 -timeout 25m "$@" ./...
 # the bare Echo handler; fails only on a correctness error (overlapping or
 # mis-sized ranges, errors), never on slow numbers.
 scripts/bench.sh --smoke
+# The fault-injection suite's short schedule (5 processes in network
+# namespaces, every nemesis kind once, < 5 minutes); fails on an invalid
+# history.
+scripts/jepsen-ci.sh
