@@ -174,6 +174,11 @@ func run(args []string) int {
 	if cfg.Out == "" {
 		cfg.Out = filepath.Join(root, "jepsen-results", time.Now().Format("20060102T150405"))
 	}
+	// Absolute, so that nodes (data dirs) and the report never depend on
+	// a working directory.
+	if abs, err := filepath.Abs(cfg.Out); err == nil {
+		cfg.Out = abs
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return exitInconclusive

@@ -151,6 +151,7 @@ svg text{font:11px system-ui,sans-serif}
 
 	b.WriteString(`<h2>Latency over time</h2><p>Each dot one operation (sampled when there are many), at its completion; log scale. Shaded: nemesis windows (dark: injected, light: healing until the cluster was healthy).</p>`)
 	b.WriteString(latencyChart(h))
+	b.WriteString(kindLegend(h))
 	b.WriteString(`<h2>Throughput by outcome</h2><p>Completed operations per second.</p>`)
 	b.WriteString(throughputChart(h))
 
@@ -203,15 +204,42 @@ func span(h *checker.History) float64 {
 	return max(end, 1)
 }
 
-// shading draws the nemesis windows.
+var palette = []string{"#6366f1", "#ec4899", "#14b8a6", "#f97316", "#8b5cf6", "#0ea5e9", "#84cc16", "#ef4444",
+	"#a16207", "#0f766e", "#be185d", "#4338ca", "#15803d", "#b91c1c", "#7c3aed", "#0369a1", "#c2410c"}
+
+// kindColors gives every nemesis kind of the history its own color, in
+// order of first appearance.
+func kindColors(h *checker.History) (map[string]string, []string) {
+	colors := map[string]string{}
+	var order []string
+	for _, n := range h.Nemeses {
+		if _, ok := colors[n.Kind]; !ok {
+			colors[n.Kind] = palette[len(colors)%len(palette)]
+			order = append(order, n.Kind)
+		}
+	}
+	return colors, order
+}
+
+// kindLegend lists the colors of the nemesis kinds, for charts too dense
+// to label every window.
+func kindLegend(h *checker.History) string {
+	colors, order := kindColors(h)
+	var b strings.Builder
+	b.WriteString(`<p style="font-size:12px">`)
+	for _, k := range order {
+		fmt.Fprintf(&b, `<span style="display:inline-block;width:10px;height:10px;background:%s;opacity:.5"></span> %s &nbsp; `, colors[k], html.EscapeString(k))
+	}
+	b.WriteString(`</p>`)
+	return b.String()
+}
+
+// shading draws the nemesis windows, with their names where there is room.
 func shading(h *checker.History, x func(float64) float64) string {
 	var b strings.Builder
-	palette := []string{"#6366f1", "#ec4899", "#14b8a6", "#f97316", "#8b5cf6", "#0ea5e9", "#84cc16", "#ef4444"}
-	kinds := map[string]string{}
+	kinds, _ := kindColors(h)
+	lastLabel := -1e9
 	for _, n := range h.Nemeses {
-		if _, ok := kinds[n.Kind]; !ok {
-			kinds[n.Kind] = palette[len(kinds)%len(palette)]
-		}
 		c := kinds[n.Kind]
 		s, hl := x(float64(n.Start)/1e9), x(float64(n.Healed)/1e9)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" opacity="0.18"><title>%s</title></rect>`,
@@ -220,8 +248,11 @@ func shading(h *checker.History, x func(float64) float64) string {
 			r := x(float64(n.Recovered) / 1e9)
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" opacity="0.07"/>`, hl, padT, max(r-hl, 0.5), chartH-padT-padB, c)
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="%s" transform="rotate(-90 %.1f %d)" text-anchor="end">%s</text>`,
-			s+9, padT+2, c, s+9, padT+2, html.EscapeString(n.Kind))
+		if s-lastLabel >= 14 {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="%s" transform="rotate(-90 %.1f %d)" text-anchor="end">%s</text>`,
+				s+9, padT+2, c, s+9, padT+2, html.EscapeString(n.Kind))
+			lastLabel = s
+		}
 	}
 	return b.String()
 }
