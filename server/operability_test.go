@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -425,38 +424,62 @@ func TestLimits_OversizeAndOverload_NodeKeepsServing(t *testing.T) {
 		t.Fatalf("oversize body: %d %s", st, body)
 	}
 
-	// Hold the only in-flight slot with a request whose body never ends...
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", url, pr)
-	req.ContentLength = 100
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var slowStatus int
-	go func() {
-		defer wg.Done()
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			slowStatus = resp.StatusCode
+	// Hold the only in-flight slot with a request whose body never ends,
+	// on a connection of its own (a pooled one the 413 above is closing
+	// would fail at once, and a pipe body cannot be sent again)...
+	type slowRequest struct {
+		pw     *io.PipeWriter
+		done   chan struct{}
+		status int
+		err    error
+	}
+	slowClient := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	startSlow := func() *slowRequest {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest("POST", url, pr)
+		req.ContentLength = 100
+		sr := &slowRequest{pw: pw, done: make(chan struct{})}
+		go func() {
+			defer close(sr.done)
+			resp, err := slowClient.Do(req)
+			if err != nil {
+				sr.err = err
+				return
+			}
+			sr.status = resp.StatusCode
 			resp.Body.Close()
-		}
-	}()
-	_, _ = pw.Write([]byte(`{"count":`))
-	// ...then the next request is shed with 429 and Retry-After.
+		}()
+		_, _ = pw.Write([]byte(`{"count":`))
+		return sr
+	}
+	slow := startSlow()
+	// ...then the next request is shed with 429 and Retry-After. Nothing
+	// tells when the slow request's headers reach the server, so a probe
+	// can take the slot first and the slow request is the one shed; then
+	// it is sent again.
 	var st int
 	var h http.Header
 	var body string
 	waitFor(t, 5*time.Second, "a 429", func() bool {
+		select {
+		case <-slow.done:
+			if slow.status != http.StatusTooManyRequests {
+				t.Fatalf("the slow request ended before the 429 was seen: %d %v", slow.status, slow.err)
+			}
+			slow = startSlow()
+		default:
+		}
 		st, h, body = send(t, "POST", url, "", `{"count":1}`)
 		return st == http.StatusTooManyRequests
 	})
 	if h.Get("Retry-After") == "" || !strings.Contains(body, api.ProblemTooManyRequests) {
 		t.Fatalf("429 without Retry-After or problem type: %v %s", h, body)
 	}
-	_, _ = pw.Write(append([]byte("1}"), bytes.Repeat([]byte(" "), 100-len(`{"count":1}`))...))
-	_ = pw.Close()
-	wg.Wait()
-	if slowStatus != http.StatusOK {
-		t.Fatalf("the slow request finished with %d", slowStatus)
+	_, _ = slow.pw.Write(append([]byte("1}"), bytes.Repeat([]byte(" "), 100-len(`{"count":1}`))...))
+	_ = slow.pw.Close()
+	<-slow.done
+	if slow.err != nil || slow.status != http.StatusOK {
+		t.Fatalf("the slow request finished with %d %v", slow.status, slow.err)
 	}
 	if r, st, err := testcluster.Reserve(n, "orders", 5); err != nil || st != 200 || r.Last-r.First != 4 {
 		t.Fatalf("after overload: %d %v %+v", st, err, r)
