@@ -184,6 +184,11 @@ type NamespaceList struct {
 // LeaseRequest is the body of POST /v1/namespaces/{name}/leases.
 type LeaseRequest struct {
 	Holder string `json:"holder"`
+	// RequestID makes the acquire idempotent: a retry with the same id
+	// while the lease it got is still held returns that lease (same
+	// worker id and token) instead of a second one. 1 to 128 bytes;
+	// optional, but every client that retries should send one.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // LeaseTokenRequest is the body of renewing or releasing a lease.
@@ -194,10 +199,12 @@ type LeaseTokenRequest struct {
 // Lease is a worker-id lease. Token fences the holder: it grows with every
 // grant, and renewing with an old token fails.
 type Lease struct {
-	Namespace  string `json:"namespace"`
-	WorkerID   int64  `json:"worker_id"`
-	Holder     string `json:"holder"`
-	Token      uint64 `json:"token"`
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Holder    string `json:"holder"`
+	// Token is shown to the lease's holder only: in the answers to
+	// acquire, renew and release, never in listings.
+	Token      uint64 `json:"token,omitempty"`
 	GrantedMs  int64  `json:"granted_ms"`
 	ExpiresMs  int64  `json:"expires_ms"`
 	ReleasedMs int64  `json:"released_ms,omitempty"`
@@ -216,6 +223,8 @@ type LeaseList struct {
 
 // AuditRecord is one block or lease grant.
 type AuditRecord struct {
+	// Seq numbers the records in order; page with ?after_seq=.
+	Seq       uint64 `json:"seq"`
 	Index     uint64 `json:"index"`
 	Term      uint64 `json:"term"`
 	Leader    string `json:"leader,omitempty"`
@@ -260,10 +269,10 @@ type SnowflakeInspection struct {
 	Time      string `json:"time"`
 	WorkerID  int64  `json:"worker_id"`
 	Sequence  int64  `json:"sequence"`
-	// Holder and Token name the lease that held the worker id at that
-	// time, when the audit still has it.
+	// Holder names the lease that held the worker id at that time, when
+	// the audit still has it. Its token is not shown: a token is its
+	// holder's alone (the audit, admin scope, has it).
 	Holder string `json:"holder,omitempty"`
-	Token  uint64 `json:"token,omitempty"`
 	Found  bool   `json:"lease_found"`
 }
 

@@ -17,8 +17,8 @@ func TestBlock_CounterWrappedPast2To63_HandsOutNothing(t *testing.T) {
 				t.Fatalf("n=%d: take after the counter wrapped = %+v; want nothing", n, r)
 			}
 		}
-		if b.used.Load() >= 0 {
-			t.Fatalf("the counter did not wrap; the test proves nothing")
+		if u := b.used.Load(); u < n || uint64(u) >= counterReset {
+			t.Fatalf("n=%d: the counter is %d; a used-up block's counter is set back to n past 2^62", n, u)
 		}
 		if b.remaining() != 0 || b.taken() != n {
 			t.Fatalf("n=%d: remaining %d, taken %d after the wrap", n, b.remaining(), b.taken())

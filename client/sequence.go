@@ -129,16 +129,43 @@ type block struct {
 // b's low-water mark, so the caller must start a refill.
 //
 // A used-up block's counter keeps growing with every call that finds it
-// used up; a closed Sequence keeps an empty block for good. Were callers to
-// wrap its counter past 2^63 (NextN with large n, for days), i would turn
-// negative: the unsigned compare refuses it like any i >= n.
+// used up; a closed or exhausted Sequence keeps an empty block for good.
+// Left alone, 2^64 of growth (NextN of 10 million, 1.8e12 times) would bring
+// it back around below n and hand the block's IDs out again; so a caller that
+// finds it past counterReset sets it back to n, which still means used up.
+// Adds in between only raise it, so it never drops below n once it reached
+// it: no ID is handed out twice.
 func (b *block) take(want int64) (r Range, triggered, ok bool) {
 	i := b.used.Add(want) - want
 	if uint64(i) >= uint64(b.n) {
+		b.usedUp(i)
 		return Range{}, false, false
 	}
 	got := min(want, b.n-i)
 	return Range{First: b.first + i, Last: b.first + i + got - 1}, i <= b.trigger && b.trigger < i+got, true
+}
+
+// counterReset is far above any n (at most 2^63-1 IDs, in ranges of far
+// fewer) and far below 2^64 minus what the calls between two resets can add.
+const counterReset = 1 << 62
+
+// usedUp is called with the counter value i that a caller found at or past
+// n (as unsigned).
+func (b *block) usedUp(i int64) {
+	if uint64(i) >= counterReset {
+		b.used.Store(b.n)
+	}
+}
+
+// next takes one ID: its index in b, and false if b is used up. It is
+// Next's hot path, small enough to be inlined.
+func (b *block) next() (int64, bool) {
+	i := b.used.Add(1) - 1
+	if uint64(i) < uint64(b.n) {
+		return i, true
+	}
+	b.usedUp(i)
+	return 0, false
 }
 
 // taken is how many of b's IDs were handed out.
@@ -205,8 +232,7 @@ func (s *Sequence) Name() string { return s.name }
 // ErrClosed.
 func (s *Sequence) Next(ctx context.Context) (int64, error) {
 	b := s.cur.Load()
-	// The unsigned compare also refuses a counter that wrapped (see take).
-	if i := b.used.Add(1) - 1; uint64(i) < uint64(b.n) {
+	if i, ok := b.next(); ok {
 		if i == b.trigger {
 			s.prefetch()
 		}

@@ -949,7 +949,10 @@ func (g *Snowflake) leasePath(worker int64) string {
 func (g *Snowflake) acquire() error {
 	ctx, cancel := g.c.withCallTimeout(g.ctx)
 	defer cancel()
-	body, _ := json.Marshal(api.LeaseRequest{Holder: g.cfg.holder})
+	// One request id for this acquire and all its retries: a retry whose
+	// first attempt was granted (answer lost, or a 503 after the grant)
+	// gets that lease back instead of tying up a second worker id.
+	body, _ := json.Marshal(api.LeaseRequest{Holder: g.cfg.holder, RequestID: rand.Text()})
 	sendW, sendM := g.cfg.clock.Now()
 	renewAt := time.Now()
 	var out api.Lease

@@ -5,7 +5,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -59,8 +58,9 @@ type Node struct {
 	current  atomic.Pointer[Leadership] // non-nil while serving as leader
 	epoch    atomic.Uint64
 
-	observer *raft.Observer
-	obsCh    chan raft.Observation
+	observer      *raft.Observer
+	obsCh         chan raft.Observation
+	reestablishCh chan chan struct{}
 
 	shutdownOnce sync.Once
 	shutdownCh   chan struct{}
@@ -84,12 +84,13 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 	}
 
 	n := &Node{
-		cfg:        cfg,
-		log:        log,
-		fsm:        f,
-		listener:   listener,
-		obsCh:      make(chan raft.Observation, 64),
-		shutdownCh: make(chan struct{}),
+		cfg:           cfg,
+		log:           log,
+		fsm:           f,
+		listener:      listener,
+		obsCh:         make(chan raft.Observation, 64),
+		reestablishCh: make(chan chan struct{}),
+		shutdownCh:    make(chan struct{}),
 	}
 	ok := false
 	defer func() {
@@ -261,17 +262,30 @@ func (n *Node) leaderLoop() {
 			return
 		case <-n.obsCh:
 		case <-poll.C:
+		case done := <-n.reestablishCh:
+			if cur := n.current.Load(); cur != nil {
+				n.stepDown(*cur)
+			}
+			n.checkLeadership()
+			close(done)
+			continue
 		}
-		isLeader := n.raft.State() == raft.Leader
-		term := n.raft.CurrentTerm()
-		cur := n.current.Load()
-		if cur != nil && (!isLeader || cur.Term != term) {
-			n.stepDown(*cur)
-			cur = nil
-		}
-		if isLeader && cur == nil {
-			n.establish(term)
-		}
+		n.checkLeadership()
+	}
+}
+
+// checkLeadership starts or stops serving to match Raft's state; only the
+// leader loop calls it.
+func (n *Node) checkLeadership() {
+	isLeader := n.raft.State() == raft.Leader
+	term := n.raft.CurrentTerm()
+	cur := n.current.Load()
+	if cur != nil && (!isLeader || cur.Term != term) {
+		n.stepDown(*cur)
+		cur = nil
+	}
+	if isLeader && cur == nil {
+		n.establish(term)
 	}
 }
 
@@ -602,22 +616,30 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// Restore replaces the replicated state with a snapshot (in the FSM's
-// format) through Raft: the leader installs it and followers receive it.
-func (n *Node) Restore(ctx context.Context, snapshot []byte) error {
-	if _, ok := n.Leadership(); !ok {
-		return ErrNotLeader
+// Reestablish makes the leader loop end this node's current stretch of
+// leadership (the listener drops its blocks) and start a new one after a
+// new Barrier, as if leadership had been lost and won again. It is for a
+// change of state under the issuer (a restore); the loop does it, so that
+// serving and not serving are only ever switched from one goroutine. It
+// returns once the loop has done it (serving again if it still leads), or
+// when ctx ends.
+func (n *Node) Reestablish(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case n.reestablishCh <- done:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	case <-n.shutdownCh:
+		return ErrShutdown
 	}
-	timeout := 30 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	case <-n.shutdownCh:
+		return ErrShutdown
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(snapshot))}
-	if err := n.raft.Restore(meta, bytes.NewReader(snapshot), timeout); err != nil {
-		return mapRaftError(err)
-	}
-	n.log.Info("restored state from a backup", "bytes", len(snapshot))
-	return nil
 }
 
 // TransferLeadership hands leadership to another voter and waits for it.

@@ -22,6 +22,11 @@ const (
 
 // AuditRecord is one grant.
 type AuditRecord struct {
+	// Seq numbers the records in the order they were made, from 1, and
+	// keeps growing across a restore (which renumbers the backup's
+	// records). Paging goes by Seq: Index does not grow across a restore,
+	// whose records carry the old cluster's indices.
+	Seq    uint64 `json:"seq,omitempty"`
 	Index  uint64 `json:"index"`
 	Term   uint64 `json:"term"`
 	Leader string `json:"leader,omitempty"`
@@ -50,15 +55,17 @@ func (f *FSM) audit(r AuditRecord) {
 		drop := AuditRetention / 10
 		f.auditLog = append(f.auditLog[:0:0], f.auditLog[drop:]...)
 	}
+	f.auditSeq++
+	r.Seq = f.auditSeq
 	f.auditLog = append(f.auditLog, r)
 }
 
-// Audit returns up to limit records with an index above afterIndex, oldest
-// first.
-func (f *FSM) Audit(afterIndex uint64, limit int) []AuditRecord {
+// Audit returns up to limit records with a sequence number above afterSeq,
+// oldest first.
+func (f *FSM) Audit(afterSeq uint64, limit int) []AuditRecord {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	i := sort.Search(len(f.auditLog), func(i int) bool { return f.auditLog[i].Index > afterIndex })
+	i := sort.Search(len(f.auditLog), func(i int) bool { return f.auditLog[i].Seq > afterSeq })
 	end := min(len(f.auditLog), i+limit)
 	return append([]AuditRecord(nil), f.auditLog[i:end]...)
 }

@@ -10,13 +10,17 @@ import (
 // Backup and restore. A backup is a snapshot in the format Persist writes.
 // Restoring an old backup as it is would hand out again every ID issued
 // since it was taken, so restore lifts every high-water mark by an amount the
-// operator must choose (see PrepareRestore), and seeds only an empty cluster.
+// operator must choose, and seeds only an empty cluster. Both rules are
+// decided where the restore applies, in the log (CommandRestoreBackup), so
+// nothing can slip in between a check and the act.
 
 var (
-	// ErrBackupInvalid: the bytes are not a backup this version can read.
+	// ErrBackupInvalid: the bytes are not a backup this version can read,
+	// or they break a rule of the state.
 	ErrBackupInvalid = errors.New("invalid backup")
-	// ErrClusterNotEmpty: restore seeds a new cluster only.
-	ErrClusterNotEmpty = errors.New("cluster already has sequences")
+	// ErrClusterNotEmpty: restore seeds a new cluster only: one with no
+	// sequences, namespaces or leases.
+	ErrClusterNotEmpty = errors.New("cluster is not empty")
 )
 
 // Backup writes the current state as a backup.
@@ -27,62 +31,87 @@ func (f *FSM) Backup(w io.Writer) error {
 	return writeSnapshot(w, st)
 }
 
-// RestoreReport says what PrepareRestore did.
-type RestoreReport struct {
-	Sequences int
+// RestoreBackup is the body of CommandRestoreBackup. The leader stamps it
+// with its clock; everything else is decided when it applies.
+type RestoreBackup struct {
+	Backup  []byte `json:"backup"`
+	Advance int64  `json:"advance"`
+	Stamp
+}
+
+// RestoreResult is the result of an applied CommandRestoreBackup.
+type RestoreResult struct {
+	Sequences  int
+	Namespaces int
 	// Exhausted lists the sequences whose lifted mark reached their max:
 	// they can hand out nothing more.
 	Exhausted []string
 }
 
-// PrepareRestore turns a backup into the snapshot a new cluster starts from:
-// the backup's sequences with every high-water mark lifted by advance
-// (stopping at the sequence's max, never wrapping), and the given members
-// (the new cluster's own, not the old one's). advance must be positive: it is
-// the operator's bound on how many IDs any sequence handed out after the
-// backup was taken.
-//
-// Worker-id leases of the backup are treated as held until nowMs (the
-// restoring leader's clock): a generator that renewed with the old cluster
-// after the backup was taken keeps its worker id to itself until its lease
-// has run out and the recycle delay has passed.
-func PrepareRestore(backup []byte, advance int64, members []Member, nowMs int64) ([]byte, RestoreReport, error) {
-	var rep RestoreReport
+// ValidateBackup reads a backup and checks it against every rule the state
+// machine applies to it, so that the leader can refuse a bad one (400)
+// before proposing anything.
+func ValidateBackup(backup []byte, advance int64) error {
+	_, err := readBackup(backup, advance)
+	return err
+}
+
+func readBackup(backup []byte, advance int64) (snapshotState, error) {
 	if advance < 1 {
-		return nil, rep, fmt.Errorf("%w: advance must be at least 1, got %d", ErrInvalidCommand, advance)
+		return snapshotState{}, fmt.Errorf("%w: advance must be at least 1, got %d", ErrInvalidCommand, advance)
 	}
 	st, err := readSnapshot(bytes.NewReader(backup))
 	if err != nil {
-		return nil, rep, fmt.Errorf("%w: %v", ErrBackupInvalid, err)
+		return st, fmt.Errorf("%w: %v", ErrBackupInvalid, err)
 	}
-	seen := map[string]bool{}
+	if err := st.validate(); err != nil {
+		return st, fmt.Errorf("%w: %v", ErrBackupInvalid, err)
+	}
+	return st, nil
+}
+
+// empty reports whether the state holds nothing a restore could overwrite:
+// no sequence, no namespace (and so no lease). Member metadata is the
+// cluster's own and survives a restore. f.mu is held.
+func (f *FSM) empty() bool { return len(f.sequences) == 0 && len(f.namespaces) == 0 }
+
+// applyRestore seeds the state from a backup, if the state is empty at this
+// point of the log:
+//   - every high-water mark is lifted by Advance (stopping at the
+//     sequence's max: exhausted, never wrapped), the operator's bound on the
+//     IDs issued after the backup was taken;
+//   - every lease of the backup is treated as held until the restore, so its
+//     worker id rests a full recycle delay after it before anyone gets it;
+//   - the token floor carries over, so fencing tokens keep growing;
+//   - the backup's audit records are renumbered after this FSM's.
+func (f *FSM) applyRestore(c RestoreBackup) any {
+	now := f.tick(c.Stamp)
+	st, err := readBackup(c.Backup, c.Advance)
+	if err != nil {
+		return err
+	}
+	if !f.empty() && !f.faults.RestoreSkipEmptyCheck {
+		return fmt.Errorf("%w: it has %d sequences and %d namespaces; restore seeds a new, empty cluster", ErrClusterNotEmpty, len(f.sequences), len(f.namespaces))
+	}
+	res := RestoreResult{Sequences: len(st.Sequences), Namespaces: len(st.Namespaces)}
 	for i := range st.Sequences {
 		s := &st.Sequences[i]
-		if err := s.validate(); err != nil {
-			return nil, rep, fmt.Errorf("%w: %v", ErrBackupInvalid, err)
-		}
-		if seen[s.Name] {
-			return nil, rep, fmt.Errorf("%w: sequence %q appears twice", ErrBackupInvalid, s.Name)
-		}
-		seen[s.Name] = true
-		if advance >= s.Remaining() {
+		if c.Advance >= s.Remaining() {
 			s.Issued = s.Max
-			rep.Exhausted = append(rep.Exhausted, s.Name)
+			res.Exhausted = append(res.Exhausted, s.Name)
 		} else {
-			s.Issued += advance
+			s.Issued += c.Advance
 		}
 	}
-	rep.Sequences = len(st.Sequences)
 	for i := range st.Leases {
 		l := &st.Leases[i]
-		l.ExpiresMs, l.ReleasedMs = max(l.ExpiresMs, nowMs), 0
+		l.ExpiresMs, l.ReleasedMs = max(l.ExpiresMs, now), 0
 	}
-	st.ClockMs = max(st.ClockMs, nowMs)
-	st.Members = members
-	st.LastIndex, st.LastTerm = 0, 0 // raft assigns the restore its own index
-	var buf bytes.Buffer
-	if err := writeSnapshot(&buf, st); err != nil {
-		return nil, rep, err
+	f.install(st)
+	for _, r := range st.Audit {
+		f.audit(r) // renumbers
 	}
-	return buf.Bytes(), rep, nil
+	f.clockMs = max(f.clockMs, st.ClockMs)
+	f.tokenFloor = max(f.tokenFloor, st.TokenFloor)
+	return res
 }

@@ -31,6 +31,10 @@ const (
 	// CommandReleaseLease ends a lease (its holder's release, or an
 	// operator's revoke).
 	CommandReleaseLease CommandType = 8
+	// CommandRestoreBackup seeds an empty cluster from a backup, lifting
+	// every high-water mark; refused unless the state is empty when the
+	// entry applies.
+	CommandRestoreBackup CommandType = 9
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -57,6 +61,8 @@ func (t CommandType) String() string {
 		return "renew-lease"
 	case CommandReleaseLease:
 		return "release-lease"
+	case CommandRestoreBackup:
+		return "restore-backup"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -130,6 +136,9 @@ func EncodeRenewLease(c RenewLease) []byte { return mustEncode(CommandRenewLease
 
 // EncodeReleaseLease encodes a CommandReleaseLease entry.
 func EncodeReleaseLease(c ReleaseLease) []byte { return mustEncode(CommandReleaseLease, c) }
+
+// EncodeRestoreBackup encodes a CommandRestoreBackup entry.
+func EncodeRestoreBackup(c RestoreBackup) []byte { return mustEncode(CommandRestoreBackup, c) }
 
 // mustEncode panics only if a plain struct of strings and integers cannot be
 // marshalled, which would be a programming error.

@@ -97,9 +97,13 @@ type FSM struct {
 	namespaces map[string]*Namespace
 	leases     map[string]map[int64]*Lease // namespace -> worker id -> latest lease
 	auditLog   []AuditRecord               // by index, oldest first
+	auditSeq   uint64                      // Seq of the latest audit record
 	clockMs    int64                       // the largest leader time seen in a lease entry
+	tokenFloor uint64                      // the largest fencing token granted, here or in a restored backup
 	lastIndex  uint64
 	lastTerm   uint64
+
+	faults Faults
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -174,6 +178,10 @@ func (f *FSM) Apply(l *raft.Log) any {
 		var c ReleaseLease
 		mustDecode(l, t, body, &c)
 		return f.applyRelease(c)
+	case CommandRestoreBackup:
+		var c RestoreBackup
+		mustDecode(l, t, body, &c)
+		return f.applyRestore(c)
 	}
 	if ignoreUnknown {
 		return nil
@@ -292,63 +300,49 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &snapshot{state: f.stateLocked()}, nil
 }
 
-// Restore replaces the state with a snapshot's.
+// Restore replaces the state with a snapshot's. A snapshot that breaks any
+// rule of the state (validateState) is refused before anything changes.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	st, err := readSnapshot(rc)
 	if err != nil {
 		return err
 	}
-	seqs := make(map[string]*Sequence, len(st.Sequences))
-	for i := range st.Sequences {
-		s := st.Sequences[i]
-		if err := s.validate(); err != nil {
-			return fmt.Errorf("fsm: snapshot: %w", err)
-		}
-		if _, dup := seqs[s.Name]; dup {
-			return fmt.Errorf("fsm: snapshot: sequence %q appears twice", s.Name)
-		}
-		seqs[s.Name] = &s
-	}
-	members := make(map[string]Member, len(st.Members))
-	for _, m := range st.Members {
-		if m.ID == "" {
-			return fmt.Errorf("fsm: snapshot: a member has an empty id")
-		}
-		if _, dup := members[m.ID]; dup {
-			return fmt.Errorf("fsm: snapshot: member %q appears twice", m.ID)
-		}
-		members[m.ID] = m
-	}
-	namespaces := make(map[string]*Namespace, len(st.Namespaces))
-	leases := make(map[string]map[int64]*Lease, len(st.Namespaces))
-	for i := range st.Namespaces {
-		n := st.Namespaces[i]
-		if _, dup := namespaces[n.Name]; dup {
-			return fmt.Errorf("fsm: snapshot: namespace %q appears twice", n.Name)
-		}
-		namespaces[n.Name] = &n
-		leases[n.Name] = map[int64]*Lease{}
-	}
-	for i := range st.Leases {
-		l := st.Leases[i]
-		ns, ok := namespaces[l.Namespace]
-		if !ok || l.WorkerID < 0 || l.WorkerID >= ns.MaxWorkers {
-			return fmt.Errorf("fsm: snapshot: lease of worker %d in unknown namespace %q or out of range", l.WorkerID, l.Namespace)
-		}
-		if _, dup := leases[l.Namespace][l.WorkerID]; dup {
-			return fmt.Errorf("fsm: snapshot: worker %d of %q leased twice", l.WorkerID, l.Namespace)
-		}
-		leases[l.Namespace][l.WorkerID] = &l
+	if err := st.validate(); err != nil {
+		return fmt.Errorf("fsm: snapshot: %w", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sequences, f.members = seqs, members
-	f.namespaces, f.leases = namespaces, leases
-	f.auditLog = st.Audit
-	f.clockMs = st.ClockMs
+	f.install(st)
+	f.members = make(map[string]Member, len(st.Members))
+	for _, m := range st.Members {
+		f.members[m.ID] = m
+	}
+	f.auditLog, f.auditSeq = st.Audit, st.AuditSeq
+	f.clockMs, f.tokenFloor = st.ClockMs, st.TokenFloor
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
 	return nil
+}
+
+// install replaces sequences, namespaces and leases with a validated
+// state's; f.mu is held.
+func (f *FSM) install(st snapshotState) {
+	f.sequences = make(map[string]*Sequence, len(st.Sequences))
+	for i := range st.Sequences {
+		s := st.Sequences[i]
+		f.sequences[s.Name] = &s
+	}
+	f.namespaces = make(map[string]*Namespace, len(st.Namespaces))
+	f.leases = make(map[string]map[int64]*Lease, len(st.Namespaces))
+	for i := range st.Namespaces {
+		n := st.Namespaces[i]
+		f.namespaces[n.Name] = &n
+		f.leases[n.Name] = map[int64]*Lease{}
+	}
+	for i := range st.Leases {
+		l := st.Leases[i]
+		f.leases[l.Namespace][l.WorkerID] = &l
+	}
 }
 
 // stateLocked copies the state for a snapshot or backup; f.mu is held.
@@ -361,6 +355,8 @@ func (f *FSM) stateLocked() snapshotState {
 		Namespaces: f.sortedNamespaces(),
 		Audit:      append([]AuditRecord(nil), f.auditLog...),
 		ClockMs:    f.clockMs,
+		TokenFloor: f.tokenFloor,
+		AuditSeq:   f.auditSeq,
 	}
 	for _, n := range st.Namespaces {
 		st.Leases = append(st.Leases, sortedLeases(f.leases[n.Name])...)

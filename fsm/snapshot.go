@@ -18,8 +18,10 @@ var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 
 // SnapshotVersion is the format Persist writes. Version 2 added Snowflake
 // namespaces, leases, the allocation audit and the lease clock; a v1
-// snapshot reads as one with none of them.
-const SnapshotVersion uint32 = 2
+// snapshot reads as one with none of them. Version 3 added the fencing-token
+// floor, the audit's own sequence numbers and leases' request ids; a v1 or
+// v2 snapshot gets them derived when read (see upgrade).
+const SnapshotVersion uint32 = 3
 
 type snapshotState struct {
 	LastIndex  uint64        `json:"last_index"`
@@ -30,6 +32,10 @@ type snapshotState struct {
 	Leases     []Lease       `json:"leases,omitempty"`
 	Audit      []AuditRecord `json:"audit,omitempty"`
 	ClockMs    int64         `json:"clock_ms,omitempty"`
+	// TokenFloor is the largest fencing token ever granted (v3).
+	TokenFloor uint64 `json:"token_floor,omitempty"`
+	// AuditSeq is the sequence number of the latest audit record (v3).
+	AuditSeq uint64 `json:"audit_seq,omitempty"`
 }
 
 type snapshot struct {
@@ -72,9 +78,9 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1, 2:
-		// v2 only added fields, so both decode into the same struct; a v1
-		// body has none of the new ones.
+	case 1, 2, 3:
+		// v2 and v3 only added fields, so all decode into the same
+		// struct; an older body has none of the newer ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&st); err != nil {
@@ -86,8 +92,28 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		if v == 1 && (len(st.Namespaces) > 0 || len(st.Leases) > 0 || len(st.Audit) > 0 || st.ClockMs != 0) {
 			return st, fmt.Errorf("fsm: snapshot v1 holds fields of v2")
 		}
+		if v < 3 {
+			if st.TokenFloor != 0 || st.AuditSeq != 0 {
+				return st, fmt.Errorf("fsm: snapshot v%d holds fields of v3", v)
+			}
+			st.upgrade()
+		}
 		return st, nil
 	default:
 		return st, fmt.Errorf("fsm: snapshot format version %d is newer than this binary knows (%d)", v, SnapshotVersion)
 	}
+}
+
+// upgrade derives the v3 fields of an older snapshot: the token floor is the
+// largest token it holds (tokens were log indices then, so no grant after it
+// can have had a smaller one), and audit records are numbered in their order.
+func (st *snapshotState) upgrade() {
+	for _, l := range st.Leases {
+		st.TokenFloor = max(st.TokenFloor, l.Token)
+	}
+	for i := range st.Audit {
+		st.TokenFloor = max(st.TokenFloor, st.Audit[i].Token)
+		st.Audit[i].Seq = uint64(i + 1)
+	}
+	st.AuditSeq = uint64(len(st.Audit))
 }

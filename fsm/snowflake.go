@@ -100,6 +100,21 @@ func (n Namespace) YearsLeft(nowMs int64) float64 {
 }
 
 func (n Namespace) validate(nowMs int64) error {
+	if err := n.validateLayout(); err != nil {
+		return err
+	}
+	if n.EpochMs > nowMs {
+		return fmt.Errorf("epoch_ms %d must be in the past (now %d)", n.EpochMs, nowMs)
+	}
+	if n.EndMs()-nowMs < 10*Year {
+		return fmt.Errorf("the timestamp bits run out %.1f years from now; a layout must leave at least 10", n.YearsLeft(nowMs))
+	}
+	return nil
+}
+
+// validateLayout checks the rules a namespace keeps at any time (validate
+// adds those about the time of its creation).
+func (n Namespace) validateLayout() error {
 	if err := api.ValidateSequenceName(n.Name); err != nil {
 		return fmt.Errorf("namespace: %v", err)
 	}
@@ -112,11 +127,8 @@ func (n Namespace) validate(nowMs int64) error {
 	if n.MaxWorkers < 1 || n.MaxWorkers > int64(1)<<n.WorkerBits {
 		return fmt.Errorf("max_workers %d does not fit worker_bits %d (at most %d)", n.MaxWorkers, n.WorkerBits, int64(1)<<n.WorkerBits)
 	}
-	if n.EpochMs < 0 || n.EpochMs > nowMs {
-		return fmt.Errorf("epoch_ms %d must be in the past (now %d)", n.EpochMs, nowMs)
-	}
-	if n.EndMs()-nowMs < 10*Year {
-		return fmt.Errorf("the timestamp bits run out %.1f years from now; a layout must leave at least 10", n.YearsLeft(nowMs))
+	if n.EpochMs < 0 {
+		return fmt.Errorf("epoch_ms %d must not be negative", n.EpochMs)
 	}
 	if n.LeaseTTLMs < 1000 || n.LeaseTTLMs > 3_600_000 {
 		return fmt.Errorf("lease_ttl_ms must be between 1000 and 3600000, got %d", n.LeaseTTLMs)
@@ -132,12 +144,17 @@ type Lease struct {
 	Namespace string `json:"namespace"`
 	WorkerID  int64  `json:"worker_id"`
 	Holder    string `json:"holder"`
-	// Token is the log index of the grant: it grows with every grant, so
-	// a stale holder is fenced off by comparing tokens.
+	// Token fences a stale holder: the grant's log index, or one more than
+	// the largest token ever granted if that is larger (after a restore,
+	// whose backup carries the old cluster's larger tokens). It grows with
+	// every grant, also across a restore.
 	Token      uint64 `json:"token"`
 	GrantedMs  int64  `json:"granted_ms"`
 	ExpiresMs  int64  `json:"expires_ms"`
 	ReleasedMs int64  `json:"released_ms,omitempty"` // 0 while not released
+	// RequestID is the acquire's idempotency key: a retried acquire with
+	// the same key gets this lease back while it is held.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // EndMs is when the lease stopped (or stops) being held.
@@ -168,6 +185,8 @@ type Stamp struct {
 type AcquireLease struct {
 	Namespace string `json:"namespace"`
 	Holder    string `json:"holder"`
+	// RequestID, if set, makes the acquire idempotent (see Lease).
+	RequestID string `json:"request_id,omitempty"`
 	Stamp
 }
 
@@ -194,7 +213,10 @@ type NamespaceResult struct {
 	Created   bool
 }
 
-const maxHolderLen = 256
+const (
+	maxHolderLen    = 256
+	maxRequestIDLen = 128
+)
 
 func (f *FSM) tick(s Stamp) int64 {
 	if s.NowMs > f.clockMs {
@@ -229,7 +251,24 @@ func (f *FSM) applyAcquire(c AcquireLease, index, term uint64) any {
 	if c.Holder == "" || len(c.Holder) > maxHolderLen {
 		return fmt.Errorf("%w: holder must be 1 to %d bytes", ErrInvalidCommand, maxHolderLen)
 	}
+	if len(c.RequestID) > maxRequestIDLen {
+		return fmt.Errorf("%w: request id must be at most %d bytes", ErrInvalidCommand, maxRequestIDLen)
+	}
 	leases := f.leases[c.Namespace]
+	// A retry of an acquire that was granted (its answer lost, or a 503
+	// after the grant) gets that lease back: otherwise every retry would
+	// tie up another worker id for a TTL and a recycle delay.
+	if c.RequestID != "" && !f.faults.SkipAcquireIdempotency {
+		for _, l := range leases {
+			if l.RequestID == c.RequestID && l.Holder == c.Holder && l.Active(now) {
+				return *l
+			}
+		}
+	}
+	token := index
+	if token <= f.tokenFloor && !f.faults.ReuseLeaseTokens {
+		token = f.tokenFloor + 1
+	}
 	// The lowest free worker id: never leased, or its last lease ended at
 	// least a recycle delay ago.
 	for w := int64(0); w < ns.MaxWorkers; w++ {
@@ -237,14 +276,16 @@ func (f *FSM) applyAcquire(c AcquireLease, index, term uint64) any {
 		if used && (prev.Active(now) || now < prev.EndMs()+ns.RecycleDelayMs) {
 			continue
 		}
-		l := &Lease{Namespace: c.Namespace, WorkerID: w, Holder: c.Holder, Token: index, GrantedMs: now, ExpiresMs: now + ns.LeaseTTLMs}
+		l := &Lease{Namespace: c.Namespace, WorkerID: w, Holder: c.Holder, Token: token, GrantedMs: now,
+			ExpiresMs: now + ns.LeaseTTLMs, RequestID: c.RequestID}
 		rec := AuditRecord{Index: index, Term: term, Leader: c.Leader, TimeMs: now, Kind: AuditLease,
-			Namespace: c.Namespace, WorkerID: w, Holder: c.Holder, Token: index}
+			Namespace: c.Namespace, WorkerID: w, Holder: c.Holder, Token: token}
 		if used {
 			rec.PrevEndMs = prev.EndMs()
 			rec.PrevToken = prev.Token
 		}
 		leases[w] = l
+		f.tokenFloor = max(f.tokenFloor, token)
 		f.audit(rec)
 		return *l
 	}

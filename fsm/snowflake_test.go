@@ -276,3 +276,75 @@ func TestSnapshotFixtureV2_StillRestores(t *testing.T) {
 		t.Fatal("Persist no longer writes the v2 fixture's bytes: bump SnapshotVersion and add a fixture")
 	}
 }
+
+const fixtureV3 = "testdata/snapshot-v3.bin"
+
+// fixtureV3State is a cluster seeded from a backup of the v2 fixture's state,
+// with one more block and an idempotent acquire: the token floor, audit
+// numbering and request ids that v3 added are all in play.
+func fixtureV3State(t *testing.T) *fsm.FSM {
+	a := leaseApplier{newApplier(t)}
+	a.apply(fsm.EncodeSetMember(fsm.SetMember{ID: "m1", RaftAddr: "10.0.1.1:8090", HTTPAddr: "10.0.1.1:8080"}))
+	if _, ok := a.restoreBackup(backupOf(t, fixtureV2State(t)), 1000, t0+40).(fsm.RestoreResult); !ok {
+		t.Fatal("restore refused")
+	}
+	a.apply(fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: "orders", Count: 10, Min: 1, Stamp: fsm.Stamp{NowMs: t0 + 50, Leader: "m1"}}))
+	a.apply(fsm.EncodeAcquireLease(fsm.AcquireLease{Namespace: "users", Holder: "api-3", RequestID: "req-1", Stamp: fsm.Stamp{NowMs: t0 + 60, Leader: "m1"}}))
+	return a.f
+}
+
+func TestSnapshotFixtureV3_StillRestores(t *testing.T) {
+	if *update {
+		if fsm.SnapshotVersion != 3 {
+			t.Fatalf("refusing to overwrite %s with a v%d snapshot", fixtureV3, fsm.SnapshotVersion)
+		}
+		if err := os.WriteFile(fixtureV3, persist(t, fixtureV3State(t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(fixtureV3)
+	if err != nil {
+		t.Fatalf("read fixture (generate it with go test ./fsm/ -run TestSnapshotFixtureV3 -update): %v", err)
+	}
+	f := restore(t, b)
+	if s, ok := f.Sequence("orders"); !ok || s.Issued != 2010 {
+		t.Fatalf("orders: %+v", s)
+	}
+	leases := f.Leases("users")
+	if len(leases) != 3 || leases[2].Holder != "api-3" || leases[2].RequestID != "req-1" || leases[2].Token <= leases[1].Token {
+		t.Fatalf("leases: %+v", leases)
+	}
+	audit := f.Audit(0, 100)
+	if len(audit) != 5 || audit[4].Seq != 5 || audit[4].Token != leases[2].Token {
+		t.Fatalf("audit %+v", audit)
+	}
+	if m := f.Members(); len(m) != 1 || m[0].ID != "m1" {
+		t.Fatalf("members %+v", m)
+	}
+	if fsm.SnapshotVersion == 3 && !bytes.Equal(persist(t, f), b) {
+		t.Fatal("Persist no longer writes the v3 fixture's bytes: bump SnapshotVersion and add a fixture")
+	}
+}
+
+// A v2 snapshot gets the v3 fields derived: audit numbers in order, and a
+// token floor at its largest token, so the next grant's token is above it.
+func TestSnapshotFixtureV2_UpgradesTokenFloorAndAuditNumbers(t *testing.T) {
+	b, err := os.ReadFile(fixtureV2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := restore(t, b)
+	audit := f.Audit(0, 100)
+	for i, r := range audit {
+		if r.Seq != uint64(i+1) {
+			t.Fatalf("audit %d has seq %d", i, r.Seq)
+		}
+	}
+	a := leaseApplier{&applier{t: t, f: f, index: 1, term: 1}} // a log index below every token
+	l := a.mustAcquire("users", "api-9", t0+100_000)
+	for _, old := range f.Leases("users") {
+		if old.WorkerID != l.WorkerID && old.Token >= l.Token {
+			t.Fatalf("new token %d not above %d", l.Token, old.Token)
+		}
+	}
+}

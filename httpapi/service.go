@@ -184,8 +184,8 @@ func New(cfg Config) *Service {
 	v1.POST("/cluster/members", s.join, limit, admin, lead)
 	v1.PUT("/cluster/members/:id", s.updateMember, limit, admin, lead)
 	v1.DELETE("/cluster/members/:id", s.remove, limit, admin, lead)
-	v1.GET("/backup", s.backup, limit, admin, lead)
-	v1.POST("/restore", s.restore, limit, admin, lead)
+	v1.GET("/backup", s.backup, bulk, limit, admin, lead)
+	v1.POST("/restore", s.restore, bulk, limit, admin, lead)
 
 	v1.PUT("/namespaces/:name", s.createNamespace, limit, admin, lead)
 	v1.GET("/namespaces", s.listNamespaces, limit, reserve, lead)
@@ -336,14 +336,30 @@ func (s *Service) backup(c echo.Context) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	// Buffered so that a failure can still be reported as a problem
-	// rather than as a truncated 200. Backups are small: one record per
-	// sequence.
+	// rather than as a truncated 200. Backups are a few MB at most: one
+	// record per sequence, namespace and lease, and the audit (at most
+	// fsm.AuditRetention records).
 	var buf bytes.Buffer
 	if err := s.store.Backup(ctx, &buf); err != nil {
 		return s.storeError(c, err)
 	}
 	c.Response().Header().Set("Content-Disposition", `attachment; filename="ticketd.backup"`)
 	return c.Blob(http.StatusOK, "application/octet-stream", buf.Bytes())
+}
+
+// bulkTransferTime is how long a backup or restore may take to send: the
+// server's read and write timeouts are sized for small requests.
+const bulkTransferTime = 10 * time.Minute
+
+// bulk extends the connection's deadlines for a backup or restore, on the
+// node that forwards it as on the leader.
+func bulk(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rc := http.NewResponseController(c.Response())
+		_ = rc.SetReadDeadline(time.Now().Add(bulkTransferTime))
+		_ = rc.SetWriteDeadline(time.Now().Add(bulkTransferTime))
+		return next(c)
+	}
 }
 
 func (s *Service) restore(c echo.Context) error {

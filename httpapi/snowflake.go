@@ -19,12 +19,15 @@ type SnowflakeStore interface {
 	CreateNamespace(ctx context.Context, n fsm.Namespace) (fsm.NamespaceResult, error)
 	Namespace(ctx context.Context, name string) (fsm.Namespace, int64, error)
 	Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error)
-	AcquireLease(ctx context.Context, ns, holder string) (fsm.Lease, error)
-	RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, error)
+	// The lease writes return the namespace with the lease, read from the
+	// state the write was applied to: a grant that committed is answered
+	// as granted, never with a 503 from a later leadership check.
+	AcquireLease(ctx context.Context, ns, holder, requestID string) (fsm.Lease, fsm.Namespace, error)
+	RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error)
 	// ReleaseLease with token 0 revokes the lease whoever holds it.
-	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, error)
-	Leases(ctx context.Context, ns string) ([]fsm.Lease, error)
-	Audit(ctx context.Context, afterIndex uint64, limit int) ([]fsm.AuditRecord, error)
+	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error)
+	Leases(ctx context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error)
+	Audit(ctx context.Context, afterSeq uint64, limit int) ([]fsm.AuditRecord, error)
 	CheckAudit(ctx context.Context) (fsm.CheckReport, error)
 	InspectSequence(ctx context.Context, name string, id int64) (api.RangeInspection, error)
 	InspectSnowflake(ctx context.Context, ns string, id int64) (api.SnowflakeInspection, error)
@@ -113,16 +116,19 @@ func (s *Service) listNamespaces(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Service) leaseView(ctx context.Context, l fsm.Lease) (api.Lease, error) {
-	n, now, err := s.store.Namespace(ctx, l.Namespace)
-	if err != nil {
-		return api.Lease{}, err
-	}
-	return api.Lease{
-		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder, Token: l.Token,
+// leaseView is a lease as its holder sees it. The token is shown only to the
+// holder (the answers to acquire, renew and release, whose callers already
+// hold it): with it, anyone could renew or release someone else's lease.
+func leaseView(l fsm.Lease, n fsm.Namespace, withToken bool) api.Lease {
+	v := api.Lease{
+		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder,
 		GrantedMs: l.GrantedMs, ExpiresMs: l.ExpiresMs, ReleasedMs: l.ReleasedMs,
-		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n, now),
-	}, nil
+		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n, time.Now().UnixMilli()),
+	}
+	if withToken {
+		v.Token = l.Token
+	}
+	return v
 }
 
 func (s *Service) acquireLease(c echo.Context) error {
@@ -133,17 +139,16 @@ func (s *Service) acquireLease(c echo.Context) error {
 	if req.Holder == "" || len(req.Holder) > 256 {
 		return badRequest(`field "holder" must be 1 to 256 bytes (for example host name and process id)`)
 	}
+	if len(req.RequestID) > 128 {
+		return badRequest(`field "request_id" must be at most 128 bytes`)
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	l, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder)
+	l, n, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder, req.RequestID)
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	v, err := s.leaseView(ctx, l)
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	return c.JSON(http.StatusCreated, v)
+	return c.JSON(http.StatusCreated, leaseView(l, n, true))
 }
 
 func workerParam(c echo.Context) (int64, error) {
@@ -169,19 +174,16 @@ func (s *Service) renewOrRelease(c echo.Context, release bool) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	var l fsm.Lease
+	var n fsm.Namespace
 	if release {
-		l, err = s.store.ReleaseLease(ctx, c.Param("name"), w, req.Token)
+		l, n, err = s.store.ReleaseLease(ctx, c.Param("name"), w, req.Token)
 	} else {
-		l, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token)
+		l, n, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token)
 	}
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	v, err := s.leaseView(ctx, l)
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, leaseView(l, n, true))
 }
 
 func (s *Service) renewLease(c echo.Context) error   { return s.renewOrRelease(c, false) }
@@ -194,31 +196,24 @@ func (s *Service) revokeLease(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	l, err := s.store.ReleaseLease(ctx, c.Param("name"), w, 0)
+	l, n, err := s.store.ReleaseLease(ctx, c.Param("name"), w, 0)
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	v, err := s.leaseView(ctx, l)
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	return c.JSON(http.StatusOK, v)
+	// The revoked lease's token is dead; the operator (admin) may see it.
+	return c.JSON(http.StatusOK, leaseView(l, n, true))
 }
 
 func (s *Service) listLeases(c echo.Context) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	ls, err := s.store.Leases(ctx, c.Param("name"))
+	ls, n, err := s.store.Leases(ctx, c.Param("name"))
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	out := api.LeaseList{Leases: make([]api.Lease, 0, len(ls))}
 	for _, l := range ls {
-		v, err := s.leaseView(ctx, l)
-		if err != nil {
-			return s.storeError(c, err)
-		}
-		out.Leases = append(out.Leases, v)
+		out.Leases = append(out.Leases, leaseView(l, n, false))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -228,10 +223,15 @@ func auditView(r fsm.AuditRecord) api.AuditRecord { return api.AuditRecord(r) }
 func (s *Service) audit(c echo.Context) error {
 	var after uint64
 	limit := 1000
-	if v := c.QueryParam("after_index"); v != "" {
+	if c.QueryParam("after_index") != "" {
+		// Log indices restart in a cluster seeded from a backup; the
+		// audit's own numbers do not.
+		return badRequest(`query parameter "after_index" is gone: page with "after_seq", the "seq" of the last record seen`)
+	}
+	if v := c.QueryParam("after_seq"); v != "" {
 		a, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return badRequest(fmt.Sprintf(`query parameter "after_index" must be a non-negative integer, got %q`, v))
+			return badRequest(fmt.Sprintf(`query parameter "after_seq" must be a non-negative integer, got %q`, v))
 		}
 		after = a
 	}

@@ -159,6 +159,12 @@ func (is *Issuer) dropLocked() {
 		s.mu.Lock()
 		s.dead = true
 		s.next, s.avail = 0, 0
+		if s.pending != nil {
+			// Waiters fail now: the proposal may be stuck behind a lost
+			// quorum until its timeout, and its block is dead anyway.
+			s.pending.finish(ErrNotServing)
+			s.pending = nil
+		}
 		s.mu.Unlock()
 	}
 	is.seqs = map[string]*sequence{}
@@ -255,7 +261,17 @@ type sequence struct {
 type proposal struct {
 	min  int64
 	done chan struct{}
-	err  error
+	err  error // set before done closes
+	once sync.Once
+}
+
+// finish ends the wait of every request on the proposal; only the first
+// call counts (Drop may finish it before the proposal itself returns).
+func (p *proposal) finish(err error) {
+	p.once.Do(func() {
+		p.err = err
+		close(p.done)
+	})
 }
 
 const maxTakeAttempts = 16
@@ -404,7 +420,8 @@ func (s *sequence) runProposal(p *proposal, size int64) {
 			s.next, s.avail = b.First, b.Len()
 		}
 	}
-	p.err = err
-	s.pending = nil
-	close(p.done)
+	if s.pending == p {
+		s.pending = nil
+	}
+	p.finish(err)
 }

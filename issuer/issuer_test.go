@@ -348,6 +348,11 @@ func TestDrop_WaitersFail_NextTermStartsAbove(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrNotServing) {
 		t.Fatalf("waiter err = %v, want ErrNotServing", err)
 	}
+	// The dropped proposal still commits; a new leader's Barrier waits
+	// for it, as this does.
+	for seq, _ := p.Sequence("s"); seq.Issued < 1_000_000 && time.Now().Before(deadline); seq, _ = p.Sequence("s") {
+		time.Sleep(time.Millisecond)
+	}
 	if _, err := is.Reserve(ctx, "s", 1); !errors.Is(err, ErrNotServing) {
 		t.Fatalf("after drop: err = %v, want ErrNotServing", err)
 	}
@@ -477,4 +482,36 @@ func BenchmarkReserve_FromBlock(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Drop fails the requests waiting on a block proposal at once, not when the
+// proposal (which may be stuck behind a lost quorum) ends.
+func TestDrop_WakesWaitersWhileProposalIsStuck(t *testing.T) {
+	p := newFSMProposer(t, fsm.CreateSequence{Name: "s", Start: 1, Max: 1 << 40})
+	cfg := testConfig()
+	cfg.ProposeTimeout = time.Minute
+	is := New(p, cfg)
+	is.Acquire(1)
+	p.mu.Lock()
+	p.gate = make(chan struct{}) // the proposal never completes until the test ends
+	p.mu.Unlock()
+	defer close(p.gate)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := is.Reserve(context.Background(), "s", 1)
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.proposals.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	is.Drop()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrNotServing) {
+			t.Fatalf("waiter err = %v, want ErrNotServing", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter still waits on the stuck proposal 10 s after Drop")
+	}
 }

@@ -29,6 +29,14 @@ type Cluster struct {
 	hc      *http.Client // control requests: short timeouts, no retries
 	initial string       // --initial-cluster of the first members
 	log     func(format string, args ...any)
+	// prefix and slotBase name the first members (prefix1..prefixN) and
+	// place them in slots slotBase+1..slotBase+N: "n" and 0 for the main
+	// cluster; a restored cluster of a migration uses its own.
+	prefix   string
+	slotBase int
+	// name is "" for the main cluster and the restored cluster's name in
+	// the history (Op.Cluster) otherwise.
+	name string
 
 	mu      sync.Mutex
 	members []*Node // the voters the cluster should have
@@ -38,7 +46,7 @@ type Cluster struct {
 }
 
 func newCluster(b backend, cfg *config, hc *http.Client, logf func(string, ...any)) *Cluster {
-	return &Cluster{b: b, cfg: cfg, hc: hc, gens: map[int]int{}, log: logf}
+	return &Cluster{b: b, cfg: cfg, hc: hc, gens: map[int]int{}, log: logf, prefix: "n"}
 }
 
 // maxSlots bounds the slots a run uses: the cluster size plus spares for
@@ -51,7 +59,7 @@ func (c *Cluster) boot(ctx context.Context) error {
 	var peers []string
 	var nodes []*Node
 	for i := 1; i <= c.cfg.Nodes; i++ {
-		n, err := c.b.newNode(i, fmt.Sprintf("n%d", i), bootInitial)
+		n, err := c.b.newNode(c.slotBase+i, fmt.Sprintf("%s%d", c.prefix, i), bootInitial)
 		if err != nil {
 			return err
 		}

@@ -69,6 +69,18 @@ func (r *recorder) invoke(o checker.Op) *checker.Op {
 // done completes an operation and records it.
 func (r *recorder) done(o *checker.Op) {
 	o.Complete = r.now()
+	r.append(o)
+}
+
+// add records an operation whose times the caller set (a burst of calls
+// recorded as one operation).
+func (r *recorder) add(o *checker.Op) {
+	o.Type = "op"
+	r.append(o)
+}
+
+// append numbers an operation and records it in memory and in the file.
+func (r *recorder) append(o *checker.Op) {
 	r.mu.Lock()
 	o.Index = r.next
 	r.next++

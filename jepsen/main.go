@@ -6,7 +6,11 @@
 // injects faults on a schedule (crashes, pauses, partitions, slow and lossy
 // links, membership changes, wiped disks), heals, and checks the history:
 // no ID handed out twice, no acknowledged range lost, reservations and reads
-// linearizable. See jepsen/README.md.
+// linearizable; no Snowflake ID twice and one holder per worker id at a
+// time; lease acquires idempotent per request id and fencing tokens only
+// growing; and, for a backup restored into a fresh cluster under load, no
+// ID issued by both clusters, a second restore refused, tokens still
+// growing. See jepsen/README.md.
 //
 //	go run ./jepsen --nodes 5 --time-limit 5m --nemesis all
 //	go run ./jepsen --docker --nodes 5 --time-limit 30m
@@ -28,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -60,16 +65,29 @@ type config struct {
 	Readers         int
 	RWWorkers       int
 	SDKWorkers      int
-	OpTimeout       time.Duration
-	Rate            float64
-	StopOnViolation bool
-	Net             string
-	Bin             string
-	Image           string
-	KeepData        bool
-	RequireAllKinds bool
-	PorcupineWindow int
-	FinalWorkload   time.Duration
+	// Snowflake generators and their rate (IDs per second each), raw
+	// lease workers, and the migration (backup, restore into a new
+	// cluster).
+	SnowflakeWorkers int
+	SnowflakeRate    float64
+	SnowflakeCycle   time.Duration
+	LeaseWorkers     int
+	Migration        bool
+	MigrationAt      time.Duration
+	MigrationEvery   time.Duration
+	MigrationAdvance int64
+	MigrationNodes   int
+	MigrationPhase   time.Duration
+	OpTimeout        time.Duration
+	Rate             float64
+	StopOnViolation  bool
+	Net              string
+	Bin              string
+	Image            string
+	KeepData         bool
+	RequireAllKinds  bool
+	PorcupineWindow  int
+	FinalWorkload    time.Duration
 
 	Heartbeat, Election, Lease time.Duration
 	SnapThreshold, Trailing    uint64
@@ -112,7 +130,7 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.Quiet, "quiet", 2*time.Second, "time without faults after each recovery")
 	fs.DurationVar(&cfg.RecoveryTimeout, "recovery-timeout", 30*time.Second, "how long to wait for the cluster to be healthy after a heal")
 	fs.BoolVar(&cfg.Docker, "docker", false, "run the containers of deploy/docker-compose*.yml instead of local processes")
-	fs.StringVar(&cfg.Faults, "fault", "", "plant server bugs (builds with -tags ticketd_faults; passes --unsafe-fault to every node): serve-uncommitted, skip-barrier, skip-verify, keep-blocks")
+	fs.StringVar(&cfg.Faults, "fault", "", "plant server bugs (builds with -tags ticketd_faults; passes --unsafe-fault to every node): "+strings.Join(knownFaults, ", "))
 	fs.Int64Var(&seed, "seed", 0, "random seed (0: from the clock); printed and stored in results.json")
 	fs.StringVar(&cfg.Out, "out", "", "run folder (default jepsen-results/<timestamp>)")
 	fs.IntVar(&cfg.RawWorkers, "workers", 6, "raw HTTP reservation workers (counts 1..1000, three large sequences)")
@@ -120,6 +138,16 @@ func run(args []string) int {
 	fs.IntVar(&cfg.Readers, "readers", 2, "workers reading GET /v1/sequences/{name}")
 	fs.IntVar(&cfg.RWWorkers, "rw-workers", 1, "workers that reserve on a small sequence and then read it back, retrying the read every 2 ms while it fails (the first read a new leader serves)")
 	fs.IntVar(&cfg.SDKWorkers, "sdk-workers", 2, "goroutines calling the SDK's Sequence.Next (two per Sequence)")
+	fs.IntVar(&cfg.SnowflakeWorkers, "snowflake-workers", 2, "Snowflake generators (the SDK's client.Snowflake, each its own holder) issuing IDs of namespace jep-sf (3 s leases, 6 s recycle delay); every ID is checked")
+	fs.Float64Var(&cfg.SnowflakeRate, "snowflake-rate", 200, "IDs per second each Snowflake generator issues (in bursts every 50 ms)")
+	fs.DurationVar(&cfg.SnowflakeCycle, "snowflake-cycle", 15*time.Second, "each Snowflake goroutine closes its generator (releasing its worker id) and starts a new one, a new holder, this often (0: never)")
+	fs.IntVar(&cfg.LeaseWorkers, "lease-workers", 2, "raw HTTP lease workers on namespace jep-lease (64 worker ids): acquire with a request id, retry unknown outcomes and sometimes resend with the same id, release")
+	fs.BoolVar(&cfg.Migration, "migration", true, "back the main cluster up under load and restore it into a fresh cluster (process mode), once per run")
+	fs.DurationVar(&cfg.MigrationAt, "migration-at", 0, "when the migration starts, from the start of the workload (0: after the final heal)")
+	fs.DurationVar(&cfg.MigrationEvery, "migration-every", 0, "with --migration-at: migrate again this long after each migration ended, each time into another fresh cluster (at most 20 per run; 0: once)")
+	fs.Int64Var(&cfg.MigrationAdvance, "migration-advance", 1_000_000_000_000, "the restore's advance: how far every high-water mark is lifted")
+	fs.IntVar(&cfg.MigrationNodes, "migration-nodes", 3, "nodes of the restored cluster")
+	fs.DurationVar(&cfg.MigrationPhase, "migration-phase", 3*time.Second, "how long the restored cluster is used before, and again after, the second restore")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 2*time.Second, "client timeout of one operation (a timeout is an unknown outcome)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "cap on raw reservations + reads per second over all workers (0: closed loop, no cap)")
 	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "check the history every few seconds and end the run at the first violation")
@@ -212,15 +240,25 @@ func (c *config) validate() error {
 	case c.OpTimeout <= 0:
 		return errors.New("--op-timeout must be positive")
 	}
+	switch {
+	case c.SnowflakeWorkers < 0 || c.LeaseWorkers < 0:
+		return errors.New("--snowflake-workers and --lease-workers must not be negative")
+	case c.SnowflakeWorkers > 0 && (c.SnowflakeRate < 20 || c.SnowflakeRate > 100_000):
+		return errors.New("--snowflake-rate: want 20..100000 IDs per second")
+	case c.Migration && (c.MigrationAdvance < 1 || c.MigrationNodes < 1 || c.MigrationNodes > 5 || c.MigrationPhase <= 0):
+		return errors.New("--migration: want --migration-advance >= 1, --migration-nodes 1..5, --migration-phase > 0")
+	}
 	for _, f := range strings.Split(c.Faults, ",") {
-		switch strings.TrimSpace(f) {
-		case "", "serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks":
-		default:
-			return fmt.Errorf("--fault %q: want serve-uncommitted, skip-barrier, skip-verify or keep-blocks", f)
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(knownFaults, f) {
+			return fmt.Errorf("--fault %q: want one of %s", f, strings.Join(knownFaults, ", "))
 		}
 	}
 	return nil
 }
+
+// knownFaults are the server's planted bugs (--unsafe-fault).
+var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks",
+	"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency"}
 
 // repoRoot finds the directory of ticketd's go.mod from the working
 // directory up.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/jepsen/checker"
 )
@@ -117,8 +118,31 @@ func TestVerdict(t *testing.T) {
 	valid := runResults{}
 	valid.Valid, valid.Lost.Checked = true, true
 	valid.WellFormed.Valid, valid.Uniqueness.Valid, valid.Linearizable.Valid, valid.Reads.Valid = true, true, true, true
+	valid.Leases.Valid, valid.Snowflake.Valid, valid.Migration.Valid = true, true, true
 	if v := verdict(&valid); v != exitValid {
 		t.Fatalf("valid → %d", v)
+	}
+	for name, broken := range map[string]func(*runResults){
+		"lease":     func(r *runResults) { r.Leases.Valid = false },
+		"snowflake": func(r *runResults) { r.Snowflake.Valid = false },
+		"migration": func(r *runResults) { r.Migration.Valid = false },
+	} {
+		b := valid
+		b.Valid = false
+		broken(&b)
+		if v := verdict(&b); v != exitInvalid {
+			t.Fatalf("%s violation → %d, want invalid", name, v)
+		}
+	}
+	noMigration := valid
+	noMigration.Run.MigrationWanted = true
+	noMigration.Run.Migrations = []migration{{Name: "B1", Note: "restore failed"}}
+	if v := verdict(&noMigration); v != exitInconclusive {
+		t.Fatalf("no migration made → %d, want inconclusive", v)
+	}
+	noMigration.Run.Migrations[0].Restored = true
+	if v := verdict(&noMigration); v != exitValid {
+		t.Fatalf("migration made → %d, want valid", v)
 	}
 	dup := valid
 	dup.Valid, dup.Uniqueness.Valid = false, false
@@ -192,5 +216,30 @@ func TestCountSnapshots(t *testing.T) {
 	got := countSnapshots(dir)
 	if got["taken"] != 2 || got["installed"] != 1 || got["sent"] != 1 {
 		t.Fatalf("got %v", got)
+	}
+}
+
+func TestValidateFaultsAndNewWorkloads(t *testing.T) {
+	base := config{Nodes: 3, TimeLimit: time.Second, FaultMin: time.Second, FaultMax: time.Second, Schedule: "cycle", Net: "auto",
+		RawWorkers: 1, OpTimeout: time.Second, SnowflakeWorkers: 2, SnowflakeRate: 200, LeaseWorkers: 2,
+		Migration: true, MigrationAdvance: 1e12, MigrationNodes: 3, MigrationPhase: time.Second}
+	for _, f := range []string{"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "keep-blocks,skip-acquire-idempotency"} {
+		c := base
+		c.Faults = f
+		if err := c.validate(); err != nil {
+			t.Errorf("--fault %s: %v", f, err)
+		}
+	}
+	for name, mod := range map[string]func(*config){
+		"unknown fault":   func(c *config) { c.Faults = "no-such-fault" },
+		"negative leases": func(c *config) { c.LeaseWorkers = -1 },
+		"rate too low":    func(c *config) { c.SnowflakeRate = 1 },
+		"advance 0":       func(c *config) { c.MigrationAdvance = 0 },
+	} {
+		c := base
+		mod(&c)
+		if c.validate() == nil {
+			t.Errorf("%s accepted", name)
+		}
 	}
 }

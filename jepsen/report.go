@@ -99,7 +99,34 @@ svg text{font:11px system-ui,sans-serif}
 		check("porcupine (windows)", p.Valid, fmt.Sprintf("%d windows of %d ops (%d ops): %d ok, %d illegal, %d undecided in time; %s",
 			p.Windows, p.WindowSize, p.Ops, p.Ok, p.Illegal, p.Unknown, p.Elapsed))
 	}
+	l, sf, m := r.Leases, r.Snowflake, r.Migration
+	check("Snowflake IDs", sf.Valid, fmt.Sprintf("%d IDs from %d generators, %d tenures, %d leases seen; %d issued twice, %d not increasing, %d overlapping tenures of one worker id",
+		sf.IDs, sf.Generators, sf.Tenures, sf.Leases, sf.Duplicates, sf.NonIncreasing, sf.Overlaps))
+	check("leases (idempotent acquire, growing tokens, one holder)", l.Valid, fmt.Sprintf("%d grants (%d ok answers, %d deliberate resends), %d releases; %d answers naming another lease for one request id, %d tokens not above an earlier grant, %d worker ids granted while held",
+		l.Grants, l.Acquires, l.Resends, l.Releases, l.NotIdempotent, l.TokenRegressions, l.DoubleGrants))
+	check("migration (backup, restore into a new cluster)", m.Valid, fmt.Sprintf("%d backups, %d of %d restores accepted; restored clusters: %d ranges (%d IDs), %d lease grants; %d IDs issued by both clusters, %d twice by a restored one, %d ranges not lifted, %d restores accepted onto a non-empty cluster, %d tokens not above the main cluster's",
+		m.Migrations, m.Restores, len(m.Attempts), m.Ranges, m.IDs, m.Leases, m.CrossDuplicates, m.Duplicates, m.NotLifted, m.SecondAccepted, m.TokensNotAbove))
 	b.WriteString(`</table>`)
+	if len(m.Attempts) > 0 || len(r.Run.Migrations) > 0 {
+		b.WriteString(`<h3>Restores</h3><table><tr><th class="l">cluster</th><th>at (s)</th><th class="l">restore</th><th>advance</th><th class="l">outcome</th><th>status</th><th class="l">error</th></tr>`)
+		for _, a := range m.Attempts {
+			kind := "first"
+			if a.Second {
+				kind = "second (cluster not empty: must be refused)"
+			}
+			cls := ""
+			if a.Second && a.Accepted {
+				cls = ` class="bad"`
+			}
+			fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%.1f</td><td class="l">%s</td><td>%d</td><td class="l"%s>%s</td><td>%d</td><td class="l">%s</td></tr>`,
+				e(a.Cluster), a.AtMs/1000, e(kind), a.Advance, cls, e(a.Outcome), a.Status, e(a.Err))
+		}
+		b.WriteString(`</table><ul>`)
+		for _, mg := range r.Run.Migrations {
+			fmt.Fprintf(&b, `<li>%s: backup of %d bytes; restored: %v; second restore: %s %s</li>`, e(mg.Name), mg.BackupSize, mg.Restored, e(orDash(mg.SecondRestore)), e(mg.Note))
+		}
+		b.WriteString(`</ul>`)
+	}
 	if p := r.Porcupine; p != nil && len(p.Visualized) > 0 {
 		b.WriteString(`<p>Porcupine visualizations of illegal windows: `)
 		for _, v := range p.Visualized {
@@ -113,6 +140,9 @@ svg text{font:11px system-ui,sans-serif}
 	examples = append(examples, r.Lost.Examples...)
 	examples = append(examples, r.Linearizable.Examples...)
 	examples = append(examples, r.Reads.Examples...)
+	examples = append(examples, l.Examples...)
+	examples = append(examples, sf.Examples...)
+	examples = append(examples, m.Examples...)
 	if len(examples) > 0 {
 		j, _ := json.MarshalIndent(examples, "", "  ")
 		fmt.Fprintf(&b, `<h3>Example violations</h3><pre>%s</pre>`, e(string(j)))
@@ -123,8 +153,21 @@ svg text{font:11px system-ui,sans-serif}
 		m := r.Counts[f]
 		fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%d</td><td>%d</td><td>%d</td></tr>`, e(f), m[checker.OK], m[checker.Fail], m[checker.Unknown])
 	}
-	fmt.Fprintf(&b, `</table><p>%d operations, %d IDs issued in acknowledged ranges and Next results, sequences: %s.</p>`,
-		r.Ops, r.IDsIssued, e(strings.Join(r.Sequences, ", ")))
+	fmt.Fprintf(&b, `</table><p>%d operations, %d IDs issued in acknowledged ranges and Next results of the main cluster, %d by restored clusters, %d Snowflake IDs; sequences and namespaces: %s. A snowflake operation is a burst of Next calls; <i>@B1</i> marks operations on a restored cluster.</p>`,
+		r.Ops, r.IDsIssued, m.IDs, sf.IDs, e(strings.Join(r.Sequences, ", ")))
+
+	if len(sf.TenureList) > 0 {
+		fmt.Fprintf(&b, `<h2>Snowflake worker ids</h2><p>Each row one generator's use of one worker id (consecutive IDs carrying it): the timestamps of its first and last ID (ticks of the namespace since its epoch) and the real time of the first and last burst. %d tenures`, sf.Tenures)
+		if sf.Tenures > len(sf.TenureList) {
+			fmt.Fprintf(&b, `, the first %d shown`, len(sf.TenureList))
+		}
+		b.WriteString(`.</p><table><tr><th class="l">generator</th><th>worker</th><th>token</th><th>IDs</th><th>first tick</th><th>last tick</th><th>from (s)</th><th>to (s)</th></tr>`)
+		for _, t := range sf.TenureList {
+			fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td></tr>`,
+				e(t.Session), t.Worker, t.Token, t.IDs, t.FirstTick, t.LastTick, t.FromMs/1000, t.ToMs/1000)
+		}
+		b.WriteString(`</table>`)
+	}
 
 	b.WriteString(`<h2>Latency (ms)</h2><table><tr><th class="l">operation</th><th class="l">outcome</th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>`)
 	for _, f := range sortedMapKeys(r.Latency) {

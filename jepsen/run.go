@@ -46,6 +46,12 @@ type runInfo struct {
 	StoppedOnViolation bool           `json:"stopped_on_violation,omitempty"`
 	DetectedAtMs       float64        `json:"detected_at_ms,omitempty"`
 	Detection          string         `json:"detection,omitempty"`
+	// Migrations: what each migration (backup, restore into a new
+	// cluster) did.
+	Migrations []migration `json:"migrations,omitempty"`
+	// MigrationWanted: --migration was on and the run neither stopped on
+	// a violation nor was interrupted, so a migration had to be made.
+	MigrationWanted bool `json:"migration_wanted,omitempty"`
 }
 
 type runResults struct {
@@ -141,7 +147,8 @@ func execute(ctx context.Context, cfg *config) int {
 		Mode: map[bool]string{true: "docker", false: "process"}[cfg.Docker], Backend: b.name(), Nodes: cfg.Nodes,
 		Seed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Schedule: cfg.Schedule, Nemeses: kinds, Skipped: nem.skipped,
 		Faults: cfg.Faults, Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
-		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers, "sdk": cfg.SDKWorkers},
+		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers,
+			"sdk": cfg.SDKWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers},
 	}
 
 	// The workload and the nemeses run until the time limit, the cycles
@@ -149,11 +156,38 @@ func execute(ctx context.Context, cfg *config) int {
 	// harness is interrupted.
 	runCtx, cancelRun := context.WithTimeout(ctx, cfg.TimeLimit)
 	defer cancelRun()
-	logf("workload: %d raw, %d small-sequence, %d read, %d read-after-write, %d SDK workers; nemeses: %s",
-		cfg.RawWorkers, cfg.SmallWorkers, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, strings.Join(kinds, " "))
+	logf("workload: %d raw, %d small-sequence, %d read, %d read-after-write, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
+		cfg.RawWorkers, cfg.SmallWorkers, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
 	w.start(runCtx, cfg.Seed)
-	if w.sdkNote != "" {
-		info.Notes = append(info.Notes, w.sdkNote)
+	for _, n := range []string{w.sdkNote, w.sfNote} {
+		if n != "" {
+			info.Notes = append(info.Notes, n)
+		}
+	}
+	// The migration: mid-run with --migration-at (and again every
+	// --migration-every), else once after the final heal. It has its own context: the end of the time limit does
+	// not cut it short, an interruption or a violation does.
+	var migs []migration
+	var migMu sync.Mutex
+	var migWG sync.WaitGroup
+	migCtx, cancelMig := context.WithCancel(ctx)
+	defer cancelMig()
+	if cfg.Migration && cfg.MigrationAt > 0 {
+		migWG.Add(1)
+		go func() {
+			defer migWG.Done()
+			wait := cfg.MigrationAt
+			for k := 1; k <= maxMigrations && sleepCtx(runCtx, wait); k++ {
+				m := w.migrate(migCtx, b, k, cfg.Seed)
+				migMu.Lock()
+				migs = append(migs, m)
+				migMu.Unlock()
+				if cfg.MigrationEvery <= 0 {
+					return
+				}
+				wait = cfg.MigrationEvery
+			}
+		}()
 	}
 	var detMu sync.Mutex
 	if cfg.StopOnViolation {
@@ -183,8 +217,15 @@ func execute(ctx context.Context, cfg *config) int {
 	// Final heal and recovery, then the last reads.
 	fctx, cancelF := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancelF()
+	detMu.Lock()
+	stopped := info.StoppedOnViolation
+	detMu.Unlock()
+	if interrupted || stopped {
+		cancelMig()
+	}
 	if interrupted {
 		logf("interrupted: stopping")
+		migWG.Wait()
 		w.halt()
 	} else {
 		logf("final heal")
@@ -197,8 +238,20 @@ func execute(ctx context.Context, cfg *config) int {
 		} else {
 			info.FinalHeal = "healthy"
 		}
+		migWG.Wait()
+		if cfg.Migration && len(migs) == 0 && !stopped {
+			migs = append(migs, w.migrate(fctx, b, 1, cfg.Seed))
+		}
 		sleepCtx(fctx, cfg.FinalWorkload)
 		w.halt()
+	}
+	info.Migrations = migs
+	info.MigrationWanted = cfg.Migration && !cfg.Docker && !interrupted && !stopped
+	for _, m := range migs {
+		logf("migration %s: backup %d bytes, restored %v, second restore: %s %s", m.Name, m.BackupSize, m.Restored, orDash(m.SecondRestore), m.Note)
+		if m.Note != "" {
+			info.Notes = append(info.Notes, "migration "+m.Name+": "+m.Note)
+		}
 	}
 	workloadEnd := rec.now()
 	w.closeSDK()
@@ -250,14 +303,29 @@ func execute(ctx context.Context, cfg *config) int {
 // be made, is inconclusive.
 func verdict(r *runResults) int {
 	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
-		!r.Reads.Valid || (r.Porcupine != nil && !r.Porcupine.Valid)
+		!r.Reads.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
+		!r.Leases.Valid || !r.Snowflake.Valid || !r.Migration.Valid
 	switch {
 	case broken:
 		return exitInvalid
-	case r.Run.Interrupted, !r.Lost.Checked, !r.Valid:
+	case r.Run.Interrupted, !r.Lost.Checked, !r.Valid, r.Run.MigrationWanted && !migrated(r.Run.Migrations):
 		return exitInconclusive
 	}
 	return exitValid
+}
+
+// migrated reports whether some migration got as far as a restore.
+// maxMigrations bounds the migrations of one run: each restored cluster
+// takes its own node slots (slotBase 20+8(k-1)).
+const maxMigrations = 20
+
+func migrated(ms []migration) bool {
+	for _, m := range ms {
+		if m.Restored {
+			return true
+		}
+	}
+	return false
 }
 
 func writeOutputs(dir string, r *runResults, h *checker.History) error {
@@ -281,6 +349,16 @@ func summarize(logf func(string, ...any), r *runResults) {
 		r.Ops, r.IDsIssued, r.Uniqueness.DuplicatedIDs, r.Lost.LostRanges, r.Linearizable.Violations, r.Reads.Stale+r.Reads.NonMonotonic)
 	for f, m := range r.Counts {
 		logf("  %-8s ok %d, fail %d, unknown %d", f, m[checker.OK], m[checker.Fail], m[checker.Unknown])
+	}
+	l, sf, m := r.Leases, r.Snowflake, r.Migration
+	logf("snowflake: %d IDs from %d generators, %d tenures, %d leases seen; duplicates %d, not increasing %d, overlapping tenures %d",
+		sf.IDs, sf.Generators, sf.Tenures, sf.Leases, sf.Duplicates, sf.NonIncreasing, sf.Overlaps)
+	logf("leases: %d grants (%d ok answers, %d resends), %d releases; not idempotent %d, token regressions %d, granted while held %d",
+		l.Grants, l.Acquires, l.Resends, l.Releases, l.NotIdempotent, l.TokenRegressions, l.DoubleGrants)
+	logf("migration: %d backups, %d restores accepted of %d attempts; restored clusters: %d ranges (%d IDs), %d leases; IDs on both %d, duplicates %d, not lifted %d, second restores accepted %d, tokens not above %d",
+		m.Migrations, m.Restores, len(m.Attempts), m.Ranges, m.IDs, m.Leases, m.CrossDuplicates, m.Duplicates, m.NotLifted, m.SecondAccepted, m.TokensNotAbove)
+	if r.Run.MigrationWanted && !migrated(r.Run.Migrations) {
+		logf("INCONCLUSIVE: no migration was made (see the notes)")
 	}
 	logf("longest stretch without a successful reservation: %.0f ms", r.Availability.LongestGapMs)
 	if s := r.Run.Snapshots; s != nil {

@@ -55,6 +55,7 @@ type workload struct {
 	sdkMu      sync.Mutex
 	sdkClients []*client.Client
 	sdkNote    string
+	sfNote     string
 }
 
 func newWorkload(cfg *config, c *Cluster, rec *recorder, hc *http.Client, logf func(string, ...any)) *workload {
@@ -73,7 +74,10 @@ func (w *workload) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	return w.create(ctx, smallSeq(1), &api.CreateSequenceRequest{Start: ptr(int64(1)), Max: ptr(int64(smallSpan))})
+	if err := w.create(ctx, smallSeq(1), &api.CreateSequenceRequest{Start: ptr(int64(1)), Max: ptr(int64(smallSpan))}); err != nil {
+		return err
+	}
+	return w.setupNamespaces(ctx)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -163,6 +167,10 @@ func (w *workload) start(ctx context.Context, seed uint64) {
 		})
 	}
 	w.startSDK(ctx, spawn)
+	w.startSnowflake(spawn)
+	for i := 0; i < w.cfg.LeaseWorkers; i++ {
+		spawn(func(worker int, rnd *rand.Rand) { w.leaseWorker(w.c, leaseNamespace, worker, rnd, w.stop) })
+	}
 }
 
 // startSDK starts SDK users: one client.Client and one Sequence per pair of
@@ -171,28 +179,16 @@ func (w *workload) startSDK(ctx context.Context, spawn func(func(int, *rand.Rand
 	if w.cfg.SDKWorkers <= 0 {
 		return
 	}
-	var eps []string
-	for _, n := range w.c.Members() {
-		eps = append(eps, w.c.url(n, ""))
-	}
 	var seq *client.Sequence
 	var session string
 	for i := 0; i < w.cfg.SDKWorkers; i++ {
 		if i%2 == 0 {
-			cl, err := client.New(eps,
-				client.WithHTTPClient(w.hc),
-				client.WithBearerToken(w.cfg.reserveToken),
-				client.WithTimeout(w.cfg.OpTimeout/2),
-				client.WithCallTimeout(w.cfg.OpTimeout),
-				client.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+			cl, err := w.newSDKClient()
 			if err != nil {
 				w.sdkNote = "SDK client not started: " + err.Error()
 				w.log("%s", w.sdkNote)
 				return
 			}
-			w.sdkMu.Lock()
-			w.sdkClients = append(w.sdkClients, cl)
-			w.sdkMu.Unlock()
 			// Small ranges and a short coverage: refills (real
 			// reservations) happen every few hundred calls.
 			seq = cl.Sequence(sdkSeq, client.WithCoverage(300*time.Millisecond), client.WithRangeSize(10, 500))
@@ -275,11 +271,18 @@ type httpResult struct {
 	err    error
 }
 
-// do sends one request with the operation timeout. sent is true once a
-// connection was obtained for it: from then on a failure leaves the outcome
-// unknown (conservatively: the request may have been delivered).
+// do sends one request of the workload (reserve token, JSON body) with the
+// operation timeout. sent is true once a connection was obtained for it:
+// from then on a failure leaves the outcome unknown (conservatively: the
+// request may have been delivered).
 func (w *workload) do(method, url string, body []byte) httpResult {
-	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
+	return w.doWith(method, url, body, w.cfg.reserveToken, "application/json", w.cfg.OpTimeout, 64<<10)
+}
+
+// doWith sends one request with the given bearer token, content type,
+// timeout and bound on the answer's size.
+func (w *workload) doWith(method, url string, body []byte, token, ctype string, timeout time.Duration, maxBody int64) httpResult {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var got atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got.Store(true) }})
@@ -292,15 +295,15 @@ func (w *workload) do(method, url string, body []byte) httpResult {
 		return httpResult{err: err}
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
-	req.Header.Set("Authorization", "Bearer "+w.cfg.reserveToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := w.hc.Do(req)
 	if err != nil {
 		return httpResult{err: err, sent: got.Load()}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	return httpResult{status: resp.StatusCode, body: data, sent: true, err: err}
 }
 
@@ -358,12 +361,17 @@ func shortErr(err error) string {
 	return s
 }
 
-// reserve is one raw POST /v1/sequences/{seq}/ranges.
+// reserve is one raw POST /v1/sequences/{seq}/ranges on the main cluster.
 func (w *workload) reserve(worker int, rnd *rand.Rand, seq string, count int64) bool {
-	n := w.pick(rnd)
-	o := w.rec.invoke(checker.Op{Worker: worker, F: checker.FReserve, Node: n.ID, Seq: seq, Count: count})
+	return w.reserveOn(w.c, w.pick(rnd), worker, seq, count)
+}
+
+// reserveOn is one raw POST /v1/sequences/{seq}/ranges through node n of
+// cluster cl.
+func (w *workload) reserveOn(cl *Cluster, n *Node, worker int, seq string, count int64) bool {
+	o := w.rec.invoke(checker.Op{Worker: worker, F: checker.FReserve, Node: n.ID, Seq: seq, Count: count, Cluster: cl.name})
 	body, _ := json.Marshal(api.ReserveRequest{Count: count})
-	r := w.do(http.MethodPost, w.c.url(n, "/v1/sequences/"+seq+"/ranges"), body)
+	r := w.do(http.MethodPost, cl.url(n, "/v1/sequences/"+seq+"/ranges"), body)
 	if r.err == nil && r.status == http.StatusOK {
 		var rg api.Range
 		if err := json.Unmarshal(r.body, &rg); err != nil {
@@ -379,7 +387,7 @@ func (w *workload) reserve(worker int, rnd *rand.Rand, seq string, count int64) 
 		}
 	} else {
 		classify(o, r)
-		if o.Status == http.StatusConflict && strings.HasPrefix(seq, "jep-small-") {
+		if o.Status == http.StatusConflict && strings.HasPrefix(seq, "jep-small-") && cl == w.c {
 			w.rotateSmall(seq)
 		}
 	}
@@ -508,4 +516,26 @@ func (l *limiter) wait(stop <-chan struct{}) bool {
 	default:
 		return true
 	}
+}
+
+// newSDKClient is an SDK client over every member, with the reserve token
+// and the suite's timeouts; Close of the workload closes it.
+func (w *workload) newSDKClient() (*client.Client, error) {
+	var eps []string
+	for _, n := range w.c.Members() {
+		eps = append(eps, w.c.url(n, ""))
+	}
+	cl, err := client.New(eps,
+		client.WithHTTPClient(w.hc),
+		client.WithBearerToken(w.cfg.reserveToken),
+		client.WithTimeout(w.cfg.OpTimeout/2),
+		client.WithCallTimeout(w.cfg.OpTimeout),
+		client.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	w.sdkMu.Lock()
+	w.sdkClients = append(w.sdkClients, cl)
+	w.sdkMu.Unlock()
+	return cl, nil
 }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The CI schedule of the fault-injection suite: 5 local ticketd processes in
 # per-node network namespaces, every nemesis kind once (one cycle, 2-3 s per
-# fault), then the final heal and every checker. Bounded to under 5 minutes
-# of wall clock; exits non-zero if the history is invalid (1), the run was
-# inconclusive (2) or a nemesis kind never ran (3).
+# fault) under every workload (sequences, SDK, Snowflake generators, raw
+# leases), then the final heal, the migration (backup under load, restore
+# into a fresh 3-node cluster, a second restore that must be refused) and
+# every checker. Bounded to under 5 minutes of wall clock; exits non-zero if
+# the history is invalid (1) or the run was inconclusive (2); a nemesis kind
+# that never ran (3) is a warning.
 #   scripts/jepsen-ci.sh            # results in jepsen-results/ci-<timestamp>
 set -euo pipefail
 # shellcheck source=scripts/jepsen-lib.sh
@@ -18,7 +21,8 @@ out=${JEPSEN_OUT:-jepsen-results/ci-$(date +%Y%m%dT%H%M%S)}
 budget=$(( 290 - ($(date +%s) - start) ))
 (( budget > 120 )) || { echo "jepsen-ci: not enough time left ($budget s)" >&2; exit 2; }
 args=(--nodes 5 --nemesis all --schedule cycle --cycles 1 --time-limit 3m
-      --fault-min 2s --fault-max 3s --quiet 1s --final-workload 3s --out "$out")
+      --fault-min 2s --fault-max 3s --quiet 1s --final-workload 3s
+      --snowflake-workers 2 --lease-workers 2 --migration --out "$out")
 if [[ $(id -u) == 0 ]]; then
   args+=(--require-all-kinds)
 else

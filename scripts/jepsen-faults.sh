@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all four
+#   scripts/jepsen-faults.sh                       # all seven
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -12,7 +12,8 @@ set -euo pipefail
 source "$(dirname "$0")/jepsen-lib.sh"
 jepsen_require_root
 faults=("$@")
-(( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks skip-barrier)
+(( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks skip-barrier
+  restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -43,6 +44,20 @@ for f in "${faults[@]}"; do
     # commits. Read-after-write workers retry reads every 2 ms across the
     # failover to be the first the new leader serves.
     skip-barrier) prof=(--nemesis kill-leader --workers 2 --small-workers 2 --readers 2 --rw-workers 6 --fault-min 1s --fault-max 1s) ;;
+    # A restore applies onto a cluster that is not empty, replacing its
+    # state. The migration (2 s into the run) restores a backup into a
+    # fresh cluster, reserves on it, then sends the same backup again: it
+    # must be refused (409); accepted, the marks fall back and the IDs the
+    # restored cluster issued since the first restore are issued again.
+    restore-skip-empty-check) prof=(--nemesis none --migration-at 2s) ;;
+    # Lease tokens are the grant's log index: they restart low on a
+    # restored cluster, below tokens the main cluster granted before the
+    # backup. The migration's lease workers on the restored cluster show it.
+    reuse-lease-tokens) prof=(--nemesis none --migration-at 5s) ;;
+    # A retried acquire with the same request id gets a second worker id.
+    # The lease workers resend half of their successful acquires with the
+    # same request id at once; no nemesis is needed.
+    skip-acquire-idempotency) prof=(--nemesis none) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac
   JEPSEN_WAIT_IDLE=${JEPSEN_WAIT_IDLE:-300} jepsen_wait_idle

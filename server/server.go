@@ -69,6 +69,15 @@ type Config struct {
 	// MetadataInterval is how often a node checks that the replicated
 	// metadata knows its API address.
 	MetadataInterval time.Duration
+	// HTTPReadTimeout bounds reading a whole request (headers and body),
+	// HTTPWriteTimeout writing its answer, so that a slow or stalled
+	// client cannot hold an in-flight slot. Backup and restore extend them
+	// for their large bodies.
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	// UnsafeFSM plants bugs in the state machine (fault-injection builds
+	// only; see fsm.Faults).
+	UnsafeFSM fsm.Faults
 
 	Logger *slog.Logger
 }
@@ -81,6 +90,8 @@ func DefaultConfig() Config {
 		RequestTimeout:   10 * time.Second,
 		MetadataInterval: time.Second,
 		AuditInterval:    30 * time.Second,
+		HTTPReadTimeout:  30 * time.Second,
+		HTTPWriteTimeout: 60 * time.Second, // above a 30 s CPU profile
 	}
 }
 
@@ -160,7 +171,9 @@ func Start(cfg Config) (*Server, error) {
 	// Open returns; nothing is proposed before the first Acquire.
 	s.issuer = issuer.New(proposer{s}, cfg.Issuer)
 	s.cfg = cfg
-	node, err := cluster.Open(cc, fsm.New(), leadershipListener{s.issuer})
+	state := fsm.New()
+	state.PlantFaults(cfg.UnsafeFSM)
+	node, err := cluster.Open(cc, state, leadershipListener{s.issuer})
 	if err != nil {
 		cancel()
 		_ = ln.Close()
@@ -182,6 +195,8 @@ func Start(cfg Config) (*Server, error) {
 	s.http = &http.Server{
 		Handler:           s.api.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 	}
 	go func() {
@@ -443,29 +458,31 @@ func (st store) Backup(ctx context.Context, w io.Writer) error {
 	return st.s.node.FSM().Backup(w)
 }
 
-// Restore seeds this (new) cluster from a backup. It refuses a cluster that
-// already has sequences: merging would need a rule for every conflict, and
-// the safe use is a fresh cluster.
+// Restore seeds this (new) cluster from a backup. The state machine decides
+// it where the entry applies: only onto a state with no sequences and no
+// namespaces, so nothing acknowledged before it can be handed out again. The
+// backup is checked here first with the state machine's own rules, so a bad
+// one is a 400 before anything is written. Apply returns once the entry has
+// committed on a majority and applied here.
 func (st store) Restore(ctx context.Context, backup []byte, advance int64) error {
-	if err := st.verifyRead(ctx); err != nil {
+	if err := fsm.ValidateBackup(backup, advance); err != nil {
 		return err
 	}
-	f := st.s.node.FSM()
-	if n := len(f.Sequences()); n > 0 {
-		return fmt.Errorf("%w: this cluster has %d sequences; restore seeds a new, empty cluster", fsm.ErrClusterNotEmpty, n)
-	}
-	snap, rep, err := fsm.PrepareRestore(backup, advance, f.Members(), time.Now().UnixMilli())
+	resp, err := st.s.node.Apply(ctx, fsm.EncodeRestoreBackup(fsm.RestoreBackup{Backup: backup, Advance: advance, Stamp: st.s.node.Stamp()}))
 	if err != nil {
 		return err
 	}
-	if err := st.s.node.Restore(ctx, snap); err != nil {
-		return err
+	rep, ok := resp.(fsm.RestoreResult)
+	if !ok {
+		return fmt.Errorf("restore: unexpected FSM response %T", resp)
 	}
-	// The state was replaced under the issuer: start its term afresh.
-	if term, ok := st.s.issuer.Serving(); ok {
-		st.s.issuer.Acquire(term)
+	// The state changed under the issuer: the leader loop drops its blocks
+	// and serves again only after a new Barrier. The restore has committed
+	// whatever happens here, so a failure is only logged.
+	if err := st.s.node.Reestablish(ctx); err != nil {
+		st.s.log.Warn("restore committed; re-establishing leadership failed", "err", err)
 	}
-	st.s.log.Info("restored from backup", "sequences", rep.Sequences, "advance", advance, "exhausted", rep.Exhausted)
+	st.s.log.Info("restored from backup", "sequences", rep.Sequences, "namespaces", rep.Namespaces, "advance", advance, "exhausted", rep.Exhausted)
 	return nil
 }
 

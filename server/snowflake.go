@@ -55,45 +55,55 @@ func (st store) Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error) 
 	return st.s.node.FSM().Namespaces(), st.clock(), nil
 }
 
-func (st store) lease(ctx context.Context, cmd []byte) (fsm.Lease, error) {
+// lease applies a lease command and answers with the lease and its
+// namespace, both from the state the command was applied to: layouts never
+// change, so no leadership check is needed (or allowed: one failing here
+// would answer a committed grant with a 503, and the retry would take a
+// second worker id).
+func (st store) lease(ctx context.Context, ns string, cmd []byte) (fsm.Lease, fsm.Namespace, error) {
 	resp, err := st.applyAs(ctx, cmd)
 	if err != nil {
-		return fsm.Lease{}, err
+		return fsm.Lease{}, fsm.Namespace{}, err
 	}
 	l, ok := resp.(fsm.Lease)
 	if !ok {
-		return l, fmt.Errorf("lease: unexpected FSM response %T", resp)
+		return l, fsm.Namespace{}, fmt.Errorf("lease: unexpected FSM response %T", resp)
 	}
-	return l, nil
+	n, ok := st.s.node.FSM().Namespace(ns)
+	if !ok {
+		return l, n, fmt.Errorf("lease: namespace %q vanished", ns)
+	}
+	return l, n, nil
 }
 
-func (st store) AcquireLease(ctx context.Context, ns, holder string) (fsm.Lease, error) {
-	return st.lease(ctx, fsm.EncodeAcquireLease(fsm.AcquireLease{Namespace: ns, Holder: holder, Stamp: st.s.node.Stamp()}))
+func (st store) AcquireLease(ctx context.Context, ns, holder, requestID string) (fsm.Lease, fsm.Namespace, error) {
+	return st.lease(ctx, ns, fsm.EncodeAcquireLease(fsm.AcquireLease{Namespace: ns, Holder: holder, RequestID: requestID, Stamp: st.s.node.Stamp()}))
 }
 
-func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, error) {
-	return st.lease(ctx, fsm.EncodeRenewLease(fsm.RenewLease{Namespace: ns, WorkerID: worker, Token: token, Stamp: st.s.node.Stamp()}))
+func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error) {
+	return st.lease(ctx, ns, fsm.EncodeRenewLease(fsm.RenewLease{Namespace: ns, WorkerID: worker, Token: token, Stamp: st.s.node.Stamp()}))
 }
 
-func (st store) ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, error) {
-	return st.lease(ctx, fsm.EncodeReleaseLease(fsm.ReleaseLease{Namespace: ns, WorkerID: worker, Token: token, Stamp: st.s.node.Stamp()}))
+func (st store) ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error) {
+	return st.lease(ctx, ns, fsm.EncodeReleaseLease(fsm.ReleaseLease{Namespace: ns, WorkerID: worker, Token: token, Stamp: st.s.node.Stamp()}))
 }
 
-func (st store) Leases(ctx context.Context, ns string) ([]fsm.Lease, error) {
+func (st store) Leases(ctx context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error) {
+	if err := st.verifyRead(ctx); err != nil {
+		return nil, fsm.Namespace{}, err
+	}
+	n, ok := st.s.node.FSM().Namespace(ns)
+	if !ok {
+		return nil, n, fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns)
+	}
+	return st.s.node.FSM().Leases(ns), n, nil
+}
+
+func (st store) Audit(ctx context.Context, afterSeq uint64, limit int) ([]fsm.AuditRecord, error) {
 	if err := st.verifyRead(ctx); err != nil {
 		return nil, err
 	}
-	if _, ok := st.s.node.FSM().Namespace(ns); !ok {
-		return nil, fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns)
-	}
-	return st.s.node.FSM().Leases(ns), nil
-}
-
-func (st store) Audit(ctx context.Context, afterIndex uint64, limit int) ([]fsm.AuditRecord, error) {
-	if err := st.verifyRead(ctx); err != nil {
-		return nil, err
-	}
-	return st.s.node.FSM().Audit(afterIndex, limit), nil
+	return st.s.node.FSM().Audit(afterSeq, limit), nil
 }
 
 func (st store) CheckAudit(ctx context.Context) (fsm.CheckReport, error) {
@@ -137,7 +147,7 @@ func (st store) InspectSnowflake(ctx context.Context, ns string, id int64) (api.
 		WorkerID: d.WorkerID, Sequence: d.Sequence,
 	}
 	if rec, _, held := f.FindLease(ns, d.WorkerID, d.TimeMs); rec.Token != 0 {
-		out.Holder, out.Token, out.Found = rec.Holder, rec.Token, held
+		out.Holder, out.Found = rec.Holder, held
 	}
 	return out, nil
 }

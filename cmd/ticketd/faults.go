@@ -17,7 +17,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -34,6 +34,12 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.Issuer.Unsafe.SkipVerify = true
 		case "keep-blocks":
 			cfg.Issuer.Unsafe.KeepBlocks = true
+		case "restore-skip-empty-check":
+			cfg.UnsafeFSM.RestoreSkipEmptyCheck = true
+		case "reuse-lease-tokens":
+			cfg.UnsafeFSM.ReuseLeaseTokens = true
+		case "skip-acquire-idempotency":
+			cfg.UnsafeFSM.SkipAcquireIdempotency = true
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}

@@ -59,7 +59,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
 	list := fs.Bool("list", false, "print the audit records instead of checking them")
-	after := fs.Uint64("after-index", 0, "with --list: records above this log index")
+	after := fs.Uint64("after-seq", 0, "with --list: records numbered above this (the \"seq\" of the last record seen)")
 	limit := fs.Int("limit", 1000, "with --list: at most this many records")
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
@@ -68,7 +68,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	if *list {
 		var out api.AuditList
-		if err := getJSON(ctx, co, fmt.Sprintf("/v1/audit?after_index=%d&limit=%d", *after, *limit), &out); err != nil {
+		if err := getJSON(ctx, co, fmt.Sprintf("/v1/audit?after_seq=%d&limit=%d", *after, *limit), &out); err != nil {
 			return err
 		}
 		return printJSON(stdout, out)

@@ -29,6 +29,9 @@ type Results struct {
 	Linearizable     RealTimeResult                  `json:"linearizable_sorted"`
 	Reads            ReadResult                      `json:"reads"`
 	Porcupine        *PorcupineResult                `json:"porcupine,omitempty"`
+	Leases           LeaseResult                     `json:"leases"`
+	Snowflake        SnowflakeResult                 `json:"snowflake"`
+	Migration        MigrationResult                 `json:"migration"`
 	Availability     AvailabilityResult              `json:"availability"`
 	Latency          map[string]map[string]Quantiles `json:"latency"`
 	NemesisRuns      map[string]int                  `json:"nemesis_runs"`
@@ -40,7 +43,9 @@ func Analyze(h *History, opt Options) Results {
 	r.Counts, r.IDsIssued = Counts(h.Ops)
 	seqs := map[string]bool{}
 	for i := range h.Ops {
-		seqs[h.Ops[i].Seq] = true
+		if h.Ops[i].Seq != "" {
+			seqs[h.Ops[i].Seq] = true
+		}
 	}
 	r.Sequences = sortedKeys(seqs)
 	r.WellFormed = CheckWellFormed(h.Ops)
@@ -48,6 +53,9 @@ func Analyze(h *History, opt Options) Results {
 	r.Lost = CheckLost(h.Ops)
 	r.Linearizable = CheckRealTime(h.Ops)
 	r.Reads = CheckReads(h.Ops)
+	r.Leases = CheckLeases(h.Ops)
+	r.Snowflake = CheckSnowflake(h.Ops)
+	r.Migration = CheckMigration(h.Ops)
 	if !opt.SkipPorcupine {
 		p := CheckPorcupine(h.Ops, opt.Porcupine)
 		r.Porcupine = &p
@@ -88,6 +96,21 @@ func Analyze(h *History, opt Options) Results {
 		reasons = append(reasons, fmt.Sprintf("porcupine: %d of %d windows not linearizable", r.Porcupine.Illegal, r.Porcupine.Windows))
 		seen = append(seen, r.Porcupine.FirstSeenMs)
 	}
+	if !r.Leases.Valid {
+		reasons = append(reasons, fmt.Sprintf("leases: %d answers not idempotent per request id, %d tokens not above a grant completed before, %d worker ids granted while held",
+			r.Leases.NotIdempotent, r.Leases.TokenRegressions, r.Leases.DoubleGrants))
+		seen = append(seen, r.Leases.FirstSeenMs)
+	}
+	if !r.Snowflake.Valid {
+		reasons = append(reasons, fmt.Sprintf("snowflake: %d IDs issued twice, %d not increasing per generator, %d overlapping tenures of one worker id", r.Snowflake.Duplicates, r.Snowflake.NonIncreasing, r.Snowflake.Overlaps))
+		seen = append(seen, r.Snowflake.FirstSeenMs)
+	}
+	if !r.Migration.Valid {
+		m := r.Migration
+		reasons = append(reasons, fmt.Sprintf("migration: %d IDs issued by both clusters, %d twice by a restored cluster, %d ranges not lifted, %d restores accepted on a non-empty cluster, %d lease tokens not above the main cluster's",
+			m.CrossDuplicates, m.Duplicates, m.NotLifted, m.SecondAccepted, m.TokensNotAbove))
+		seen = append(seen, m.FirstSeenMs)
+	}
 	r.InvalidReasons = reasons
 	r.Valid = len(reasons) == 0
 	if len(seen) > 0 {
@@ -112,6 +135,15 @@ func QuickCheck(ops []Op) string {
 	}
 	if r := CheckReads(ops); !r.Valid {
 		return fmt.Sprintf("stale read: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)
+	}
+	if r := CheckLeases(ops); !r.Valid {
+		return fmt.Sprintf("lease: %s (namespace %s)", r.Examples[0].Detail, r.Examples[0].Seq)
+	}
+	if r := CheckSnowflake(ops); !r.Valid {
+		return fmt.Sprintf("snowflake: %s", r.Examples[0].Detail)
+	}
+	if r := CheckMigration(ops); !r.Valid {
+		return fmt.Sprintf("migration: %s (%s)", r.Examples[0].Detail, r.Examples[0].Seq)
 	}
 	return ""
 }

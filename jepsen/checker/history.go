@@ -26,6 +26,26 @@ const (
 	FNext = "next"
 	// FRead is GET /v1/sequences/{name}: a linearizable read of "next".
 	FRead = "read"
+	// FSnowflake is a burst of SDK Snowflake.Next calls of one generator
+	// (Session) under one worker id: IDs holds what they returned, in
+	// order; LeaseWorker the worker id decoded from them; Token the
+	// generator's lease token when it was known for that worker id.
+	FSnowflake = "snowflake"
+	// FSFLease is a generator seen holding a new lease (LeaseWorker,
+	// Token) at Complete: the grant completed before then.
+	FSFLease = "sf-lease"
+	// FAcquire is POST /v1/namespaces/{Seq}/leases with RequestID over
+	// raw HTTP; Resend marks a deliberate second send of a request id
+	// that was already answered ok.
+	FAcquire = "acquire"
+	// FRelease is DELETE /v1/namespaces/{Seq}/leases/{LeaseWorker}.
+	FRelease = "release"
+	// FBackup is GET /v1/backup on the main cluster, for Migration.
+	FBackup = "backup"
+	// FRestore is POST /v1/restore?advance=Advance on a restored cluster
+	// (Cluster); Second marks a restore sent after that cluster had
+	// issued IDs, which must be refused.
+	FRestore = "restore"
 )
 
 // Outcomes. Unknown means the operation may or may not have taken effect
@@ -68,15 +88,57 @@ type Op struct {
 	// Malformed describes an ok answer that broke the API on its own
 	// (wrong length, wrong sequence, non-positive ID).
 	Malformed string `json:"malformed,omitempty"`
+
+	// Cluster is "" for the main cluster, or the name of a cluster
+	// restored from a backup of it (migration): operations on such a
+	// cluster are kept out of the main cluster's checks.
+	Cluster string `json:"cluster,omitempty"`
+	// Migration names the restored cluster a backup was taken for.
+	Migration string `json:"migration,omitempty"`
+	// Leases: the request id of an acquire, the worker id and token of
+	// its answer (or of the lease a release gives back), the lease's
+	// expiry on the cluster's clock, and the harness's wall clock (Unix
+	// ms) at invocation, to compare with it.
+	RequestID   string `json:"request_id,omitempty"`
+	LeaseWorker *int64 `json:"lease_worker,omitempty"`
+	Token       uint64 `json:"token,omitempty"`
+	ExpiresMs   int64  `json:"expires_ms,omitempty"`
+	WallMs      int64  `json:"wall_ms,omitempty"`
+	Resend      bool   `json:"resend,omitempty"`
+	Attempt     int    `json:"attempt,omitempty"`
+	// IDs are a snowflake op's IDs; SeqBits and WorkerBits the
+	// namespace's layout, to take them apart.
+	IDs        []int64 `json:"ids,omitempty"`
+	SeqBits    uint8   `json:"seq_bits,omitempty"`
+	WorkerBits uint8   `json:"worker_bits,omitempty"`
+	// Backup and restore: the backup's size, the restore's advance, and
+	// whether the restore was sent to a cluster that had issued IDs.
+	Bytes   int   `json:"bytes,omitempty"`
+	Advance int64 `json:"advance,omitempty"`
+	Second  bool  `json:"second,omitempty"`
 }
 
-// IsRange reports whether o is an acknowledged range (reserve or next).
-func (o *Op) IsRange() bool {
+// IsRange reports whether o is an acknowledged range (reserve or next) of
+// the main cluster.
+func (o *Op) IsRange() bool { return o.Cluster == "" && o.isRangeAny() }
+
+// isRangeAny: an acknowledged range of any cluster.
+func (o *Op) isRangeAny() bool {
 	return o.Outcome == OK && (o.F == FReserve || o.F == FNext) && o.Malformed == ""
 }
 
-// IsRead reports whether o is an ok read.
-func (o *Op) IsRead() bool { return o.Outcome == OK && o.F == FRead && o.Malformed == "" }
+// IsRead reports whether o is an ok read of the main cluster.
+func (o *Op) IsRead() bool {
+	return o.Cluster == "" && o.Outcome == OK && o.F == FRead && o.Malformed == ""
+}
+
+// worker returns the lease worker id, -1 if none.
+func (o *Op) worker() int64 {
+	if o.LeaseWorker == nil {
+		return -1
+	}
+	return *o.LeaseWorker
+}
 
 // Nemesis is one fault: injected at Start, healed at Healed, and the
 // cluster seen healthy again (every member ready, membership as expected)

@@ -29,6 +29,15 @@ func quantiles(ns []int64) Quantiles {
 	return Quantiles{N: len(s), P50: at(0.5), P90: at(0.9), P99: at(0.99), P999: at(0.999), Max: ms(s[len(s)-1])}
 }
 
+// opKind is the operation kind counts and latencies are kept under: the
+// kind, and for a restored cluster its name ("reserve@B1").
+func opKind(o *Op) string {
+	if o.Cluster != "" {
+		return o.F + "@" + o.Cluster
+	}
+	return o.F
+}
+
 // Latency returns latency quantiles per operation kind and outcome (final
 // reads excluded).
 func Latency(ops []Op) map[string]map[string]Quantiles {
@@ -38,10 +47,11 @@ func Latency(ops []Op) map[string]map[string]Quantiles {
 		if o.Final {
 			continue
 		}
-		if lat[o.F] == nil {
-			lat[o.F] = map[string][]int64{}
+		f := opKind(o)
+		if lat[f] == nil {
+			lat[f] = map[string][]int64{}
 		}
-		lat[o.F][o.Outcome] = append(lat[o.F][o.Outcome], o.Complete-o.Invoke)
+		lat[f][o.Outcome] = append(lat[f][o.Outcome], o.Complete-o.Invoke)
 	}
 	out := map[string]map[string]Quantiles{}
 	for f, m := range lat {
@@ -63,10 +73,11 @@ func Counts(ops []Op) (map[string]map[string]int, int64) {
 		if o.Final {
 			continue
 		}
-		if c[o.F] == nil {
-			c[o.F] = map[string]int{OK: 0, Fail: 0, Unknown: 0}
+		f := opKind(o)
+		if c[f] == nil {
+			c[f] = map[string]int{OK: 0, Fail: 0, Unknown: 0}
 		}
-		c[o.F][o.Outcome]++
+		c[f][o.Outcome]++
 		if o.IsRange() {
 			ids += o.Last - o.First + 1
 		}

@@ -1,0 +1,23 @@
+package fsm
+
+// Faults are planted bugs for the fault-injection suite, each breaking one
+// rule of restores and leases, so that the suite can show it catches the
+// violation. Only a binary built with the ticketd_faults tag sets them; every
+// node of a cluster must plant the same ones, or replicas diverge.
+type Faults struct {
+	// RestoreSkipEmptyCheck applies a restore over a state that has
+	// sequences or namespaces, replacing them.
+	RestoreSkipEmptyCheck bool
+	// ReuseLeaseTokens makes a grant's token its log index again, without
+	// the floor, so tokens restart low on a cluster seeded from a backup.
+	ReuseLeaseTokens bool
+	// SkipAcquireIdempotency grants a new worker id to a retried acquire.
+	SkipAcquireIdempotency bool
+}
+
+// PlantFaults sets planted bugs; call it before the FSM applies anything.
+func (f *FSM) PlantFaults(x Faults) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = x
+}
