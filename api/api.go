@@ -189,11 +189,20 @@ type LeaseRequest struct {
 	// worker id and token) instead of a second one. 1 to 128 bytes;
 	// optional, but every client that retries should send one.
 	RequestID string `json:"request_id,omitempty"`
+	// ClientTimeMs is the caller's wall clock (Unix ms) when it sent the
+	// request. The cluster records ClientTimeMs + TTL as the highest
+	// timestamp this holder may use, and hands it to the worker id's next
+	// holder as its TimestampFloorMs, so consecutive holders of one id
+	// never overlap in time whatever their clocks read. Optional; without
+	// it the cluster can only bound the holder by the leader's stamp.
+	ClientTimeMs int64 `json:"client_time_ms,omitempty"`
 }
 
 // LeaseTokenRequest is the body of renewing or releasing a lease.
 type LeaseTokenRequest struct {
 	Token uint64 `json:"token"`
+	// ClientTimeMs: as in LeaseRequest, for a renewal.
+	ClientTimeMs int64 `json:"client_time_ms,omitempty"`
 }
 
 // Lease is a worker-id lease. Token fences the holder: it grows with every
@@ -204,16 +213,29 @@ type Lease struct {
 	Holder    string `json:"holder"`
 	// Token is shown to the lease's holder only: in the answers to
 	// acquire, renew and release, never in listings.
-	Token      uint64 `json:"token,omitempty"`
-	GrantedMs  int64  `json:"granted_ms"`
-	ExpiresMs  int64  `json:"expires_ms"`
-	ReleasedMs int64  `json:"released_ms,omitempty"`
+	Token uint64 `json:"token,omitempty"`
+	// GrantedMs, ExpiresMs and ReleasedMs are the leaders' wall-clock
+	// stamps, for operators: a lease ends only by an entry (a release, a
+	// revoke, or the leader's expiry after the TTL has elapsed on its
+	// monotonic clock), never because a stamp has passed.
+	GrantedMs  int64 `json:"granted_ms"`
+	ExpiresMs  int64 `json:"expires_ms"`
+	ReleasedMs int64 `json:"released_ms,omitempty"`
+	// State is "held", "ended" (the worker id rests for the recycle delay)
+	// or "free"; EndReason says what ended it (released, revoked, expired,
+	// restored).
+	State     string `json:"state,omitempty"`
+	EndReason string `json:"end_reason,omitempty"`
 	// TTLMs is how long the lease lasts from the moment of the request
 	// that granted or renewed it: the holder must stop generating IDs
 	// TTLMs after it sent that request unless a renewal succeeded.
 	TTLMs int64 `json:"ttl_ms"`
 	// Layout is the namespace, so a generator needs only this answer.
 	Layout Namespace `json:"layout"`
+	// TimestampFloorMs (Unix ms) is the highest timestamp any earlier
+	// holder of this worker id may have used: the generator must issue
+	// only timestamps above it. 0 when the id was never held before.
+	TimestampFloorMs int64 `json:"timestamp_floor_ms,omitempty"`
 }
 
 // LeaseList is the body of GET /v1/namespaces/{name}/leases.
@@ -239,6 +261,12 @@ type AuditRecord struct {
 	Token     uint64 `json:"token,omitempty"`
 	PrevEndMs int64  `json:"prev_end_ms,omitempty"`
 	PrevToken uint64 `json:"prev_token,omitempty"`
+	// PrevFreedIndex is the log index of the entry that freed the worker
+	// id for this grant (0 for a first grant or a legacy grant).
+	PrevFreedIndex uint64 `json:"prev_freed_index,omitempty"`
+	// LegacyClock marks a grant decided by wall-clock stamps (before
+	// ticketd's leases moved to the leader's monotonic timers).
+	LegacyClock bool `json:"legacy_clock,omitempty"`
 }
 
 // AuditList is the body of GET /v1/audit.

@@ -102,6 +102,11 @@ type Config struct {
 	// Metrics, if set, receives the node's metrics.
 	Metrics *metrics.Metrics
 
+	// WallClock reads this node's wall clock for the stamps it writes into
+	// entries (audit and inspection times, never a decision); nil is
+	// time.Now. Tests and the fault suite's clock nemesis offset it.
+	WallClock func() time.Time
+
 	Logger *slog.Logger
 	// RaftLogLevel is the level of hashicorp/raft's own log lines
 	// (its default, DEBUG, is far too loud).

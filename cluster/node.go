@@ -410,7 +410,15 @@ func (n *Node) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block,
 // its wall clock and its ID. Lease decisions use the FSM's clock, the largest
 // stamp applied so far, so every replica decides the same way.
 func (n *Node) Stamp() fsm.Stamp {
-	return fsm.Stamp{NowMs: time.Now().UnixMilli(), Leader: n.cfg.ID}
+	return fsm.Stamp{NowMs: n.WallNow().UnixMilli(), Leader: n.cfg.ID}
+}
+
+// WallNow reads this node's wall clock (Config.WallClock).
+func (n *Node) WallNow() time.Time {
+	if n.cfg.WallClock != nil {
+		return n.cfg.WallClock()
+	}
+	return time.Now()
 }
 
 // Sequence returns the local FSM's view of a sequence.

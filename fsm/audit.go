@@ -47,6 +47,13 @@ type AuditRecord struct {
 	// so the probe can check the two never overlapped.
 	PrevEndMs int64  `json:"prev_end_ms,omitempty"`
 	PrevToken uint64 `json:"prev_token,omitempty"`
+	// PrevFreedIndex is the index of the entry that freed the worker id
+	// for this grant (the previous lease's recycle entry); 0 for a first
+	// grant and for grants by the legacy commands, which decided by time.
+	PrevFreedIndex uint64 `json:"prev_freed_index,omitempty"`
+	// LegacyClock marks a grant by the legacy commands, which decided by
+	// wall-clock stamps (also every lease grant of a pre-v4 snapshot).
+	LegacyClock bool `json:"legacy_clock,omitempty"`
 }
 
 func (f *FSM) audit(r AuditRecord) {
@@ -127,7 +134,8 @@ type CheckReport struct {
 
 // CheckAudit is the uniqueness probe: per sequence the retained blocks are
 // disjoint and increase with the log index, and no worker id was granted
-// before its previous lease had ended and rested for the recycle delay.
+// before its previous lease had ended and been freed by a recycle entry (by
+// the legacy commands: before it had rested the recycle delay by the stamps).
 func (f *FSM) CheckAudit() CheckReport {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -146,8 +154,19 @@ func (f *FSM) CheckAudit() CheckReport {
 			lastBlock[r.Sequence] = r
 		case AuditLease:
 			rep.Leases++
+			if r.PrevToken == 0 {
+				break
+			}
+			if !r.LegacyClock {
+				// Granted by the state: the previous lease must have been
+				// freed by a recycle entry before this grant.
+				if r.PrevFreedIndex == 0 || r.PrevFreedIndex >= r.Index {
+					rep.Violations = append(rep.Violations, Violation{"lease", fmt.Sprintf("%s: worker %d granted at index %d (token %d) while its previous lease (token %d) had not been freed", r.Namespace, r.WorkerID, r.Index, r.Token, r.PrevToken)})
+				}
+				break
+			}
 			ns, ok := f.namespaces[r.Namespace]
-			if ok && r.PrevToken != 0 && r.TimeMs < r.PrevEndMs+ns.RecycleDelayMs {
+			if ok && r.TimeMs < r.PrevEndMs+ns.RecycleDelayMs {
 				rep.Violations = append(rep.Violations, Violation{"lease", fmt.Sprintf("%s: worker %d granted at %d (token %d) while its previous lease (token %d) ended at %d and had to rest %d ms", r.Namespace, r.WorkerID, r.TimeMs, r.Token, r.PrevToken, r.PrevEndMs, ns.RecycleDelayMs)})
 			}
 		}

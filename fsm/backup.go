@@ -80,11 +80,13 @@ func (f *FSM) empty() bool { return len(f.sequences) == 0 && len(f.namespaces) =
 //   - every high-water mark is lifted by Advance (stopping at the
 //     sequence's max: exhausted, never wrapped), the operator's bound on the
 //     IDs issued after the backup was taken;
-//   - every lease of the backup is treated as held until the restore, so its
-//     worker id rests a full recycle delay after it before anyone gets it;
+//   - every lease of the backup that is not free ends at the restore
+//     (state ended), so its worker id rests a full recycle delay, timed by
+//     the leader from when it serves the restored state, before anyone gets
+//     it (the legacy stamps say held until the restore, as before);
 //   - the token floor carries over, so fencing tokens keep growing;
 //   - the backup's audit records are renumbered after this FSM's.
-func (f *FSM) applyRestore(c RestoreBackup) any {
+func (f *FSM) applyRestore(c RestoreBackup, index uint64) any {
 	now := f.tick(c.Stamp)
 	st, err := readBackup(c.Backup, c.Advance)
 	if err != nil {
@@ -106,6 +108,9 @@ func (f *FSM) applyRestore(c RestoreBackup) any {
 	for i := range st.Leases {
 		l := &st.Leases[i]
 		l.ExpiresMs, l.ReleasedMs = max(l.ExpiresMs, now), 0
+		if l.State != LeaseFree {
+			l.State, l.Version, l.EndReason = LeaseEnded, index, "restored"
+		}
 	}
 	f.install(st)
 	for _, r := range st.Audit {

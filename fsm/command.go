@@ -24,12 +24,13 @@ const (
 	CommandRemoveMember CommandType = 4
 	// CommandCreateNamespace creates a Snowflake namespace.
 	CommandCreateNamespace CommandType = 5
-	// CommandAcquireLease leases a free worker id of a namespace.
+	// CommandAcquireLease leases a free worker id of a namespace (legacy:
+	// decided by wall-clock stamps; replayed, no longer proposed).
 	CommandAcquireLease CommandType = 6
-	// CommandRenewLease extends a lease held with its token.
+	// CommandRenewLease extends a lease held with its token (legacy).
 	CommandRenewLease CommandType = 7
 	// CommandReleaseLease ends a lease (its holder's release, or an
-	// operator's revoke).
+	// operator's revoke) (legacy).
 	CommandReleaseLease CommandType = 8
 	// CommandRestoreBackup seeds an empty cluster from a backup, lifting
 	// every high-water mark; refused unless the state is empty when the
@@ -63,6 +64,8 @@ func (t CommandType) String() string {
 		return "release-lease"
 	case CommandRestoreBackup:
 		return "restore-backup"
+	case CommandLease:
+		return "lease"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }

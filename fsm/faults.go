@@ -13,6 +13,11 @@ type Faults struct {
 	ReuseLeaseTokens bool
 	// SkipAcquireIdempotency grants a new worker id to a retried acquire.
 	SkipAcquireIdempotency bool
+	// WallClockLeaseExpiry decides again, as before issue #18, that a lease
+	// has ended and its worker id is free by comparing the entry's wall
+	// clock stamp with the lease's stamped expiry: a leader whose clock
+	// jumps ahead grants worker ids that live generators still use.
+	WallClockLeaseExpiry bool
 }
 
 // PlantFaults sets planted bugs; call it before the FSM applies anything.

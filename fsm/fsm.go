@@ -98,10 +98,13 @@ type FSM struct {
 	leases     map[string]map[int64]*Lease // namespace -> worker id -> latest lease
 	auditLog   []AuditRecord               // by index, oldest first
 	auditSeq   uint64                      // Seq of the latest audit record
-	clockMs    int64                       // the largest leader time seen in a lease entry
-	tokenFloor uint64                      // the largest fencing token granted, here or in a restored backup
-	lastIndex  uint64
-	lastTerm   uint64
+	clockMs    int64                       // the largest leader stamp seen in a lease entry (informational)
+	// leaseChanges counts lease changes (not snapshotted: readers only
+	// compare it with what they saw before).
+	leaseChanges uint64
+	tokenFloor   uint64 // the largest fencing token granted, here or in a restored backup
+	lastIndex    uint64
+	lastTerm     uint64
 
 	faults Faults
 }
@@ -169,19 +172,23 @@ func (f *FSM) Apply(l *raft.Log) any {
 	case CommandAcquireLease:
 		var c AcquireLease
 		mustDecode(l, t, body, &c)
-		return f.applyAcquire(c, l.Index, l.Term)
+		return f.applyLegacyAcquire(c, l.Index, l.Term)
 	case CommandRenewLease:
 		var c RenewLease
 		mustDecode(l, t, body, &c)
-		return f.applyRenew(c)
+		return f.applyLegacyRenew(c, l.Index)
 	case CommandReleaseLease:
 		var c ReleaseLease
 		mustDecode(l, t, body, &c)
-		return f.applyRelease(c)
+		return f.applyLegacyRelease(c, l.Index)
 	case CommandRestoreBackup:
 		var c RestoreBackup
 		mustDecode(l, t, body, &c)
-		return f.applyRestore(c)
+		return f.applyRestore(c, l.Index)
+	case CommandLease:
+		var c LeaseOp
+		mustDecode(l, t, body, &c)
+		return f.applyLeaseOp(c, l.Index, l.Term)
 	}
 	if ignoreUnknown {
 		return nil
@@ -321,6 +328,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.auditLog, f.auditSeq = st.Audit, st.AuditSeq
 	f.clockMs, f.tokenFloor = st.ClockMs, st.TokenFloor
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
+	f.leaseChanges++
 	return nil
 }
 

@@ -142,7 +142,7 @@ func (g *gen) next() *raft.Log {
 	case p < 94:
 		l.Data = fsm.EncodeRemoveMember(fsm.RemoveMember{ID: fmt.Sprintf("n%d", r.IntN(6))})
 	case p < 97: // a type this version does not know, marked ignorable
-		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(10+r.IntN(0x76)), '{', '}'} // 10..0x7f: not a known type
+		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(11+r.IntN(0x75)), '{', '}'} // 11..0x7f: not a known type
 	default: // entries raft may hand an FSM that are not commands
 		l.Type = []raft.LogType{raft.LogNoop, raft.LogBarrier, raft.LogConfiguration}[r.IntN(3)]
 		l.Data = []byte{0xff}

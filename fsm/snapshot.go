@@ -20,8 +20,11 @@ var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 // namespaces, leases, the allocation audit and the lease clock; a v1
 // snapshot reads as one with none of them. Version 3 added the fencing-token
 // floor, the audit's own sequence numbers and leases' request ids; a v1 or
-// v2 snapshot gets them derived when read (see upgrade).
-const SnapshotVersion uint32 = 3
+// v2 snapshot gets them derived when read (see upgrade). Version 4 added the
+// leases' state, version, end reason and timestamp bounds (issue #18); an
+// older snapshot's leases get a state derived from the stamps, as the
+// legacy rules would have decided at the snapshot's point of the log.
+const SnapshotVersion uint32 = 4
 
 type snapshotState struct {
 	LastIndex  uint64        `json:"last_index"`
@@ -78,8 +81,8 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1, 2, 3:
-		// v2 and v3 only added fields, so all decode into the same
+	case 1, 2, 3, 4:
+		// v2 to v4 only added fields, so all decode into the same
 		// struct; an older body has none of the newer ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
@@ -97,6 +100,19 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 				return st, fmt.Errorf("fsm: snapshot v%d holds fields of v3", v)
 			}
 			st.upgrade()
+		}
+		if v < 4 {
+			for _, l := range st.Leases {
+				if l.State != "" || l.Version != 0 || l.EndReason != "" || l.ClientBoundMs != 0 || l.TimestampFloorMs != 0 {
+					return st, fmt.Errorf("fsm: snapshot v%d holds lease fields of v4", v)
+				}
+			}
+			st.deriveLeaseStates()
+			for i := range st.Audit {
+				if st.Audit[i].Kind == AuditLease {
+					st.Audit[i].LegacyClock = true
+				}
+			}
 		}
 		return st, nil
 	default:
@@ -116,4 +132,34 @@ func (st *snapshotState) upgrade() {
 		st.Audit[i].Seq = uint64(i + 1)
 	}
 	st.AuditSeq = uint64(len(st.Audit))
+}
+
+// deriveLeaseStates gives the leases of a pre-v4 snapshot the state the
+// legacy rules give them at the snapshot's lease clock: held while active,
+// ended while resting, free after. Their versions are the snapshot's index,
+// so the leader's timers start afresh from when it first serves them.
+func (st *snapshotState) deriveLeaseStates() {
+	recycle := map[string]int64{}
+	for _, n := range st.Namespaces {
+		recycle[n.Name] = n.RecycleDelayMs
+	}
+	for i := range st.Leases {
+		l := &st.Leases[i]
+		l.Version = st.LastIndex
+		switch {
+		case l.Active(st.ClockMs):
+			l.State = LeaseHeld
+		case st.ClockMs < l.EndMs()+recycle[l.Namespace]:
+			l.State, l.EndReason = LeaseEnded, legacyEndReason(*l)
+		default:
+			l.State, l.EndReason = LeaseFree, legacyEndReason(*l)
+		}
+	}
+}
+
+func legacyEndReason(l Lease) string {
+	if l.ReleasedMs != 0 && l.ReleasedMs < l.ExpiresMs {
+		return "released"
+	}
+	return "expired"
 }

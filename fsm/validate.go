@@ -62,6 +62,9 @@ func (st *snapshotState) validate() error {
 		if l.Token == 0 || l.Holder == "" || len(l.Holder) > maxHolderLen || len(l.RequestID) > maxRequestIDLen {
 			return fmt.Errorf("lease of worker %d in %q: token, holder or request id out of range", l.WorkerID, l.Namespace)
 		}
+		if l.State != LeaseHeld && l.State != LeaseEnded && l.State != LeaseFree {
+			return fmt.Errorf("lease of worker %d in %q has unknown state %q", l.WorkerID, l.Namespace, l.State)
+		}
 		if l.Token > st.TokenFloor {
 			return fmt.Errorf("lease of worker %d in %q has token %d above the token floor %d", l.WorkerID, l.Namespace, l.Token, st.TokenFloor)
 		}

@@ -91,6 +91,10 @@ type Config struct {
 	// ForwardScheme is "http" or "https", the scheme of the other nodes'
 	// APIs; "" means http.
 	ForwardScheme string
+	// Unsafe, if set, is served under /unsafe/ without authentication:
+	// the fault-injection build's controls (a production build never sets
+	// it).
+	Unsafe http.Handler
 }
 
 // Service is the HTTP API of one node.
@@ -158,6 +162,9 @@ func New(cfg Config) *Service {
 		}{{"/debug/pprof/*", pprof.Index}, {"/debug/pprof/cmdline", pprof.Cmdline}, {"/debug/pprof/profile", pprof.Profile}, {"/debug/pprof/symbol", pprof.Symbol}, {"/debug/pprof/trace", pprof.Trace}} {
 			e.GET(p.path, echo.WrapHandler(p.h), admin)
 		}
+	}
+	if cfg.Unsafe != nil {
+		e.Any("/unsafe/*", echo.WrapHandler(cfg.Unsafe))
 	}
 	e.GET("/livez", s.livez)
 	e.GET("/readyz", s.readyz)

@@ -22,8 +22,10 @@ type SnowflakeStore interface {
 	// The lease writes return the namespace with the lease, read from the
 	// state the write was applied to: a grant that committed is answered
 	// as granted, never with a 503 from a later leadership check.
-	AcquireLease(ctx context.Context, ns, holder, requestID string) (fsm.Lease, fsm.Namespace, error)
-	RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error)
+	// clientTimeMs is the holder's clock when it sent the request (0 if
+	// not given): recorded to bound its timestamps, never compared.
+	AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error)
+	RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error)
 	// ReleaseLease with token 0 revokes the lease whoever holds it.
 	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error)
 	Leases(ctx context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error)
@@ -124,6 +126,7 @@ func leaseView(l fsm.Lease, n fsm.Namespace, withToken bool) api.Lease {
 		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder,
 		GrantedMs: l.GrantedMs, ExpiresMs: l.ExpiresMs, ReleasedMs: l.ReleasedMs,
 		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n, time.Now().UnixMilli()),
+		State: string(l.State), EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs,
 	}
 	if withToken {
 		v.Token = l.Token
@@ -142,9 +145,12 @@ func (s *Service) acquireLease(c echo.Context) error {
 	if len(req.RequestID) > 128 {
 		return badRequest(`field "request_id" must be at most 128 bytes`)
 	}
+	if req.ClientTimeMs < 0 {
+		return badRequest(`field "client_time_ms" must be a Unix time in milliseconds, not negative`)
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	l, n, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder, req.RequestID)
+	l, n, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder, req.RequestID, req.ClientTimeMs)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -171,6 +177,9 @@ func (s *Service) renewOrRelease(c echo.Context, release bool) error {
 	if req.Token == 0 {
 		return badRequest(`field "token" is required: the token the lease was granted with`)
 	}
+	if req.ClientTimeMs < 0 {
+		return badRequest(`field "client_time_ms" must be a Unix time in milliseconds, not negative`)
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	var l fsm.Lease
@@ -178,7 +187,7 @@ func (s *Service) renewOrRelease(c echo.Context, release bool) error {
 	if release {
 		l, n, err = s.store.ReleaseLease(ctx, c.Param("name"), w, req.Token)
 	} else {
-		l, n, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token)
+		l, n, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token, req.ClientTimeMs)
 	}
 	if err != nil {
 		return s.storeError(c, err)

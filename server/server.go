@@ -24,6 +24,7 @@ import (
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/httpapi"
 	"github.com/ticketd/ticketd/issuer"
+	"github.com/ticketd/ticketd/lessor"
 	"github.com/ticketd/ticketd/metrics"
 )
 
@@ -78,6 +79,9 @@ type Config struct {
 	// UnsafeFSM plants bugs in the state machine (fault-injection builds
 	// only; see fsm.Faults).
 	UnsafeFSM fsm.Faults
+	// UnsafeHandler, if set, is served under /unsafe/ without
+	// authentication: the fault-injection build's controls (its clock).
+	UnsafeHandler http.Handler
 
 	Logger *slog.Logger
 }
@@ -101,6 +105,8 @@ type Server struct {
 	log    *slog.Logger
 	node   *cluster.Node
 	issuer *issuer.Issuer
+	lessor *lessor.Lessor
+	opened chan struct{} // closed once node is set: the lessor may start before Open returns
 	api    *httpapi.Service
 	http   *http.Server
 	ln     net.Listener
@@ -145,6 +151,7 @@ func Start(cfg Config) (*Server, error) {
 		ln:       ln,
 		stop:     make(chan struct{}),
 		serveErr: make(chan error, 1),
+		opened:   make(chan struct{}),
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New("dev")
@@ -173,13 +180,17 @@ func Start(cfg Config) (*Server, error) {
 	s.cfg = cfg
 	state := fsm.New()
 	state.PlantFaults(cfg.UnsafeFSM)
-	node, err := cluster.Open(cc, state, leadershipListener{s.issuer})
+	// The lessor's proposals go through s, like the issuer's; it starts
+	// only when the node serves as leader.
+	s.lessor = lessor.New(state, s.proposeLeaseOp, lessor.Config{Logger: log})
+	node, err := cluster.Open(cc, state, leadershipListener{s.issuer, s.lessor})
 	if err != nil {
 		cancel()
 		_ = ln.Close()
 		return nil, err
 	}
 	s.node = node
+	close(s.opened)
 	s.api = httpapi.New(httpapi.Config{
 		Store:            store{s},
 		Logger:           log,
@@ -191,6 +202,7 @@ func Start(cfg Config) (*Server, error) {
 		MaxInflight:      cfg.MaxInflight,
 		ForwardScheme:    s.scheme,
 		ForwardTransport: peerTransport,
+		Unsafe:           cfg.UnsafeHandler,
 	})
 	s.http = &http.Server{
 		Handler:           s.api.Handler(),
@@ -351,11 +363,22 @@ func (s *Server) send(method, url string, body any) error {
 	return nil
 }
 
-// leadershipListener connects the node's leadership to the issuer.
-type leadershipListener struct{ is *issuer.Issuer }
+// leadershipListener connects the node's leadership to the issuer and the
+// lessor's lease timers.
+type leadershipListener struct {
+	is *issuer.Issuer
+	ls *lessor.Lessor
+}
 
-func (l leadershipListener) LeadershipAcquired(ld cluster.Leadership) { l.is.Acquire(ld.Term) }
-func (l leadershipListener) LeadershipLost(cluster.Leadership)        { l.is.Drop() }
+func (l leadershipListener) LeadershipAcquired(ld cluster.Leadership) {
+	l.is.Acquire(ld.Term)
+	l.ls.LeadershipAcquired()
+}
+
+func (l leadershipListener) LeadershipLost(cluster.Leadership) {
+	l.is.Drop()
+	l.ls.LeadershipLost()
+}
 
 // proposer gives the issuer the node's Apply and leadership check.
 type proposer struct{ s *Server }

@@ -42,11 +42,8 @@ func (st store) Namespace(ctx context.Context, name string) (fsm.Namespace, int6
 	return n, st.clock(), nil
 }
 
-// clock is the cluster's lease clock, for capacity figures: the later of
-// the FSM's clock and this leader's.
-func (st store) clock() int64 {
-	return max(st.s.node.FSM().ClockMs(), time.Now().UnixMilli())
-}
+// clock is this leader's wall clock, for capacity figures (informational).
+func (st store) clock() int64 { return st.s.node.WallNow().UnixMilli() }
 
 func (st store) Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error) {
 	if err := st.verifyRead(ctx); err != nil {
@@ -60,8 +57,8 @@ func (st store) Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error) 
 // change, so no leadership check is needed (or allowed: one failing here
 // would answer a committed grant with a 503, and the retry would take a
 // second worker id).
-func (st store) lease(ctx context.Context, ns string, cmd []byte) (fsm.Lease, fsm.Namespace, error) {
-	resp, err := st.applyAs(ctx, cmd)
+func (st store) lease(ctx context.Context, ns string, op fsm.LeaseOp) (fsm.Lease, fsm.Namespace, error) {
+	resp, err := st.s.proposeLeaseOp(ctx, op)
 	if err != nil {
 		return fsm.Lease{}, fsm.Namespace{}, err
 	}
@@ -76,16 +73,21 @@ func (st store) lease(ctx context.Context, ns string, cmd []byte) (fsm.Lease, fs
 	return l, n, nil
 }
 
-func (st store) AcquireLease(ctx context.Context, ns, holder, requestID string) (fsm.Lease, fsm.Namespace, error) {
-	return st.lease(ctx, ns, fsm.EncodeAcquireLease(fsm.AcquireLease{Namespace: ns, Holder: holder, RequestID: requestID, Stamp: st.s.node.Stamp()}))
+func (st store) AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error) {
+	return st.lease(ctx, ns, fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: ns, Holder: holder, RequestID: requestID, ClientTimeMs: clientTimeMs})
 }
 
-func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error) {
-	return st.lease(ctx, ns, fsm.EncodeRenewLease(fsm.RenewLease{Namespace: ns, WorkerID: worker, Token: token, Stamp: st.s.node.Stamp()}))
+func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error) {
+	return st.lease(ctx, ns, fsm.LeaseOp{Op: fsm.LeaseOpRenew, Namespace: ns, WorkerID: worker, Token: token, ClientTimeMs: clientTimeMs})
 }
 
+// ReleaseLease with token 0 is an operator's revoke.
 func (st store) ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error) {
-	return st.lease(ctx, ns, fsm.EncodeReleaseLease(fsm.ReleaseLease{Namespace: ns, WorkerID: worker, Token: token, Stamp: st.s.node.Stamp()}))
+	op := fsm.LeaseOp{Op: fsm.LeaseOpRelease, Namespace: ns, WorkerID: worker, Token: token}
+	if token == 0 {
+		op.Op = fsm.LeaseOpRevoke
+	}
+	return st.lease(ctx, ns, op)
 }
 
 func (st store) Leases(ctx context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error) {
@@ -183,7 +185,7 @@ func (c *capacityCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, remainingRatio(s), s.Name)
 	}
-	now := max(c.f.ClockMs(), time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
 	for i, n := range c.f.Namespaces() {
 		if i >= metrics.MaxSequenceLabels {
 			break
@@ -215,4 +217,16 @@ func (s *Server) auditLoop(interval time.Duration) {
 		case <-time.After(interval):
 		}
 	}
+}
+
+// proposeLeaseOp stamps a lease operation with this leader's clock and ID
+// (recorded for operators, never compared) and applies it.
+func (s *Server) proposeLeaseOp(ctx context.Context, op fsm.LeaseOp) (any, error) {
+	select {
+	case <-s.opened:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	op.Stamp = s.node.Stamp()
+	return s.node.Apply(ctx, fsm.EncodeLeaseOp(op))
 }

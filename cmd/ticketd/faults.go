@@ -3,9 +3,13 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/ticketd/ticketd/server"
 )
@@ -17,10 +21,11 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
+	installClockControl(cfg)
 	if spec == "" {
 		return nil
 	}
@@ -40,10 +45,46 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.UnsafeFSM.ReuseLeaseTokens = true
 		case "skip-acquire-idempotency":
 			cfg.UnsafeFSM.SkipAcquireIdempotency = true
+		case "lease-wall-clock-expiry":
+			cfg.UnsafeFSM.WallClockLeaseExpiry = true
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}
 	}
 	cfg.Logger.Warn("UNSAFE FAULTS PLANTED: this node may hand out duplicate or out-of-order IDs", "faults", spec)
 	return nil
+}
+
+// installClockControl gives the node a wall clock that the fault suite's
+// clock nemesis offsets and steps while the node runs: GET /unsafe/clock
+// reads the offset, PUT /unsafe/clock {"offset_ms": N} sets it (forward or
+// back). Only the wall clock moves; Go's monotonic clock, which times
+// leases, timeouts and elections, cannot be offset from outside.
+func installClockControl(cfg *server.Config) {
+	var offsetMs atomic.Int64
+	cfg.Cluster.WallClock = func() time.Time { return time.Now().Add(time.Duration(offsetMs.Load()) * time.Millisecond) }
+	type clockState struct {
+		OffsetMs int64 `json:"offset_ms"`
+		NowMs    int64 `json:"now_ms"`
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/unsafe/clock", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+		case http.MethodPut:
+			var in clockState
+			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1024)).Decode(&in); err != nil {
+				http.Error(w, "body must be {\"offset_ms\": N}: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			offsetMs.Store(in.OffsetMs)
+			cfg.Logger.Warn("UNSAFE: wall clock offset set", "offset_ms", in.OffsetMs)
+		default:
+			http.Error(w, "GET or PUT", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(clockState{OffsetMs: offsetMs.Load(), NowMs: cfg.Cluster.WallClock().UnixMilli()})
+	})
+	cfg.UnsafeHandler = mux
 }

@@ -1,0 +1,209 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Worker-id leases without clocks (issue #18).
+//
+// A lease is held from its grant until an entry ends it: the holder's
+// release, an operator's revoke, or an expiry the leader proposes when the
+// lease's TTL has elapsed on the leader's monotonic clock since it applied
+// the grant or the last renewal. An ended lease's worker id rests until the
+// leader proposes its recycle entry, a recycle delay later by the same
+// clock; only then can it be granted again. Apply compares no times: every
+// decision follows from the entries and the lease's state, token and
+// version, so no wall clock, the leader's or anyone's, can end a lease
+// early. A new leader starts every timer afresh with a full TTL (or recycle
+// delay) from when it begins to serve: a lease can outlive its TTL across
+// a failover, never fall short of it. The leader's timers live in package
+// lessor.
+
+// CommandLease carries every lease operation of this design; the legacy
+// commands 6-8 decided by wall-clock stamps.
+const CommandLease CommandType = 10
+
+// Lease operations.
+const (
+	LeaseOpAcquire = "acquire"
+	LeaseOpRenew   = "renew"
+	LeaseOpRelease = "release"
+	LeaseOpRevoke  = "revoke"
+	LeaseOpExpire  = "expire"
+	LeaseOpRecycle = "recycle"
+)
+
+// ErrLeaseTimerStale is the answer to an expiry or recycle entry whose
+// lease moved on (renewed, ended or granted anew) after its timer started:
+// the entry changes nothing, and the leader's timer for the new version
+// takes over.
+var ErrLeaseTimerStale = errors.New("lease timer is stale")
+
+// LeaseOp is the body of CommandLease.
+type LeaseOp struct {
+	Op        string `json:"op"`
+	Namespace string `json:"namespace"`
+	// Acquire: Holder, RequestID (idempotency key), ClientTimeMs.
+	Holder    string `json:"holder,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// ClientTimeMs is the holder's wall clock when it sent an acquire or
+	// renewal; it bounds the timestamps the holder may use (see
+	// Lease.ClientBoundMs). Recorded, never compared with anything.
+	ClientTimeMs int64 `json:"client_time_ms,omitempty"`
+	// Renew, release, expire and recycle name the worker id and the token
+	// of the lease (revoke takes any token).
+	WorkerID int64  `json:"worker_id,omitempty"`
+	Token    uint64 `json:"token,omitempty"`
+	// Version, for expire and recycle, is the lease's version when the
+	// leader's timer started.
+	Version uint64 `json:"version,omitempty"`
+	Stamp
+}
+
+// EncodeLeaseOp encodes a CommandLease entry.
+func EncodeLeaseOp(c LeaseOp) []byte { return mustEncode(CommandLease, c) }
+
+func (f *FSM) applyLeaseOp(c LeaseOp, index, term uint64) any {
+	now := f.tick(c.Stamp) // recorded for operators; decides nothing
+	switch c.Op {
+	case LeaseOpAcquire:
+		return f.acquire(c, now, index, term)
+	case LeaseOpRenew, LeaseOpRelease, LeaseOpRevoke:
+		if c.Op != LeaseOpRevoke && c.Token == 0 {
+			return fmt.Errorf("%w: token is required", ErrInvalidCommand)
+		}
+		l, err := f.heldLease(c.Namespace, c.WorkerID, c.Token, now)
+		if err != nil {
+			return err
+		}
+		ns := f.namespaces[c.Namespace]
+		if c.Op == LeaseOpRenew {
+			l.ExpiresMs = now + ns.LeaseTTLMs
+			l.bound(c.ClientTimeMs, ns.LeaseTTLMs)
+			l.Version = index
+		} else {
+			l.ReleasedMs = now
+			l.State, l.Version, l.EndReason = LeaseEnded, index, c.Op+"d"
+		}
+		f.leaseChanges++
+		return *l
+	case LeaseOpExpire, LeaseOpRecycle:
+		want, next, reason := LeaseHeld, LeaseEnded, "expired"
+		if c.Op == LeaseOpRecycle {
+			want, next, reason = LeaseEnded, LeaseFree, ""
+		}
+		l, ok := f.leases[c.Namespace][c.WorkerID]
+		if !ok || l.State != want || l.Token != c.Token || l.Version != c.Version {
+			return fmt.Errorf("%w: %s of worker %d of %q at token %d, version %d", ErrLeaseTimerStale, c.Op, c.WorkerID, c.Namespace, c.Token, c.Version)
+		}
+		l.State, l.Version = next, index
+		if reason != "" {
+			l.EndReason, l.ReleasedMs = reason, now
+		}
+		f.leaseChanges++
+		return *l
+	}
+	return fmt.Errorf("%w: unknown lease operation %q", ErrInvalidCommand, c.Op)
+}
+
+func (f *FSM) acquire(c LeaseOp, now int64, index, term uint64) any {
+	ns, leases, err := f.leaseTarget(c.Namespace, c.Holder, c.RequestID)
+	if err != nil {
+		return err
+	}
+	// A retry of an acquire that was granted (its answer lost, or a 503
+	// after the grant) gets that lease back: otherwise every retry would
+	// tie up another worker id for a TTL and a recycle delay.
+	if c.RequestID != "" && !f.faults.SkipAcquireIdempotency {
+		for _, l := range leases {
+			if l.RequestID == c.RequestID && l.Holder == c.Holder && f.held(l, now) {
+				return *l
+			}
+		}
+	}
+	// The lowest worker id never leased or freed by a recycle entry.
+	for w := int64(0); w < ns.MaxWorkers; w++ {
+		if prev, used := leases[w]; used && !f.free(prev, ns, now) {
+			continue
+		}
+		return f.grant(ns, w, c.Holder, c.RequestID, c.ClientTimeMs, c.Stamp, now, index, term, false)
+	}
+	return fmt.Errorf("%w: all %d worker ids of %q are leased or resting", ErrNoWorkerFree, ns.MaxWorkers, c.Namespace)
+}
+
+// held and free are the state's answers; the planted fault
+// WallClockLeaseExpiry answers by the stamps instead, as before issue #18.
+func (f *FSM) held(l *Lease, now int64) bool {
+	if f.faults.WallClockLeaseExpiry {
+		return l.State == LeaseHeld && l.Active(now)
+	}
+	return l.State == LeaseHeld
+}
+
+func (f *FSM) free(l *Lease, ns *Namespace, now int64) bool {
+	if f.faults.WallClockLeaseExpiry && !l.Active(now) && now >= l.EndMs()+ns.RecycleDelayMs {
+		return true
+	}
+	return l.State == LeaseFree
+}
+
+func (f *FSM) heldLease(ns string, worker int64, token uint64, now int64) (*Lease, error) {
+	leases, ok := f.leases[ns]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNamespaceNotFound, ns)
+	}
+	l, ok := leases[worker]
+	if !ok || (token != 0 && l.Token != token) {
+		return nil, fmt.Errorf("%w: worker %d of %q is not held with token %d", ErrLeaseLost, worker, ns, token)
+	}
+	if !f.held(l, now) {
+		return nil, fmt.Errorf("%w: worker %d of %q %s", ErrLeaseLost, worker, ns, l.EndReason)
+	}
+	return l, nil
+}
+
+// LeaseTimer is what the leader's timers need of a lease that is held or
+// resting.
+type LeaseTimer struct {
+	Namespace string
+	WorkerID  int64
+	Token     uint64
+	Version   uint64
+	State     LeaseState
+	// WaitMs is how long the leader waits before it proposes the next
+	// step: the TTL for a held lease, the recycle delay for an ended one.
+	WaitMs int64
+}
+
+// LeaseChanges counts every change to any lease; a reader that saw the same
+// count has nothing new to look at.
+func (f *FSM) LeaseChanges() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.leaseChanges
+}
+
+// LeaseTimers returns every lease that is held or resting, and the count of
+// changes it reflects.
+func (f *FSM) LeaseTimers() ([]LeaseTimer, uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []LeaseTimer
+	for name, leases := range f.leases {
+		ns := f.namespaces[name]
+		for _, l := range leases {
+			t := LeaseTimer{Namespace: name, WorkerID: l.WorkerID, Token: l.Token, Version: l.Version, State: l.State}
+			switch l.State {
+			case LeaseHeld:
+				t.WaitMs = ns.LeaseTTLMs
+			case LeaseEnded:
+				t.WaitMs = ns.RecycleDelayMs
+			default:
+				continue
+			}
+			out = append(out, t)
+		}
+	}
+	return out, f.leaseChanges
+}
