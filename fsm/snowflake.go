@@ -13,11 +13,9 @@ import (
 //
 // A Snowflake ID is timestamp|worker|sequence, generated in the client's
 // process. Two generators must never hold the same worker id at once, so the
-// cluster leases worker ids. Lease time is the leader's clock carried in the
-// log entry (NowMs), never a follower's clock read at apply; the FSM keeps
-// the largest time it has seen (clockMs) and decides with that, so every
-// replica decides the same, and a leader whose clock is behind its
-// predecessor's cannot move lease time backwards.
+// cluster leases worker ids. Leases end by log entries, timed by the
+// leader's monotonic clock (lease.go); the wall-clock stamps entries carry
+// are recorded for operators and decide only the legacy commands.
 
 var (
 	// ErrNamespaceNotFound: the named namespace does not exist.

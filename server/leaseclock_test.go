@@ -83,3 +83,37 @@ func TestLeases_LeaderClockJumpsAnHour_GrantsNoWorkerIDInUse(t *testing.T) {
 		t.Fatalf("worker %d granted again %v after its holder's last renewal (TTL + recycle delay = 4s)", b.WorkerID, waited)
 	}
 }
+
+// A new leader starts every lease afresh with a full TTL from when it
+// begins to serve: a holder that renewed 1.5 s into a 2 s TTL, just before
+// the leader died, keeps its worker id for at least TTL + recycle delay
+// after the failover, never less.
+func TestLeases_NewLeaderRestartsEveryLeaseWithAFullTTL(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	i64 := func(v int64) *int64 { return &v }
+	createNamespace(t, tc, "users", api.NamespaceRequest{MaxWorkers: i64(1), LeaseTTLMs: i64(2000), RecycleDelayMs: i64(2000)})
+	old := tc.Leader(10 * time.Second)
+	a, st := acquire(t, tc, old, "users", "proc-a")
+	if st != http.StatusCreated {
+		t.Fatalf("acquire: %d", st)
+	}
+	if _, prob, st := renew(t, tc, old, a); st != http.StatusOK {
+		t.Fatalf("renew: %d %+v", st, prob)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	killed := time.Now()
+	tc.Kill(old.ID)
+	tc.Leader(10 * time.Second)
+	var b api.Lease
+	waitFor(t, 20*time.Second, "worker 0 granted to proc-b", func() bool {
+		b, st = acquire(t, tc, tc.Running()[0], "users", "proc-b")
+		return st == http.StatusCreated
+	})
+	if waited := time.Since(killed); waited < 4*time.Second {
+		t.Fatalf("worker %d granted again %v after the failover, before a full TTL and recycle delay (4 s) on the new leader", b.WorkerID, waited)
+	}
+	var check api.AuditCheck
+	if st, err := tc.Do(http.MethodGet, tc.URL(tc.Running()[0])+"/v1/audit/check", nil, &check); err != nil || st != 200 || len(check.Violations) != 0 {
+		t.Fatalf("audit check: %d %v %+v", st, err, check)
+	}
+}
