@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -115,5 +117,70 @@ func TestLeases_NewLeaderRestartsEveryLeaseWithAFullTTL(t *testing.T) {
 	var check api.AuditCheck
 	if st, err := tc.Do(http.MethodGet, tc.URL(tc.Running()[0])+"/v1/audit/check", nil, &check); err != nil || st != 200 || len(check.Violations) != 0 {
 		t.Fatalf("audit check: %d %v %+v", st, err, check)
+	}
+}
+
+// A restore ends every lease of the backup; its worker id rests a full
+// recycle delay, timed by the restored cluster's leader, and the next
+// holder gets a timestamp floor above the old holder's bound.
+func TestRestore_LeasesOfTheBackupRestThenCarryTheirFloor(t *testing.T) {
+	old := authCluster(t, 1)
+	createNamespace(t, old, "users", api.NamespaceRequest{MaxWorkers: i64(1), LeaseTTLMs: i64(2000), RecycleDelayMs: i64(2000)})
+	clientMs := time.Now().UnixMilli() + 3_600_000 // a holder whose clock is an hour ahead
+	var a api.Lease
+	if st, err := old.Do(http.MethodPost, old.URL(old.Running()[0])+"/v1/namespaces/users/leases", api.LeaseRequest{Holder: "proc-a", ClientTimeMs: clientMs}, &a); err != nil || st != http.StatusCreated {
+		t.Fatalf("acquire: %d %v", st, err)
+	}
+	backup := backupOf(t, old)
+
+	fresh := authCluster(t, 1)
+	if st, body := restoreInto(t, fresh, backup, 1000); st != http.StatusNoContent {
+		t.Fatalf("restore: %d %s", st, body)
+	}
+	restored := time.Now()
+	var list api.LeaseList
+	if st, err := fresh.Do(http.MethodGet, fresh.URL(fresh.Running()[0])+"/v1/namespaces/users/leases", nil, &list); err != nil || st != 200 ||
+		len(list.Leases) != 1 || list.Leases[0].State != "ended" || list.Leases[0].EndReason != "restored" {
+		t.Fatalf("leases after the restore: %d %v %+v", st, err, list)
+	}
+	var b api.Lease
+	var st int
+	waitFor(t, 15*time.Second, "worker 0 granted after the restore", func() bool {
+		b, st = acquire(t, fresh, fresh.Running()[0], "users", "proc-b")
+		return st == http.StatusCreated
+	})
+	if waited := time.Since(restored); waited < 2*time.Second {
+		t.Fatalf("worker %d granted %v after the restore, before the 2 s recycle delay", b.WorkerID, waited)
+	}
+	if b.TimestampFloorMs != clientMs+2000 {
+		t.Fatalf("timestamp floor %d, want the old holder's bound %d", b.TimestampFloorMs, clientMs+2000)
+	}
+}
+
+// Bad lease requests are answered 400 with a problem naming the field.
+func TestLeases_BadRequests_400NamingTheField(t *testing.T) {
+	tc := testcluster.New(t, 1, nil)
+	createNamespace(t, tc, "users", api.NamespaceRequest{})
+	base := tc.URL(tc.Running()[0]) + "/v1/namespaces/users/leases"
+	a, _ := acquire(t, tc, tc.Running()[0], "users", "proc-a")
+	for _, c := range []struct {
+		method, url, body, field string
+	}{
+		{http.MethodPost, base, `{"holder":""}`, `"holder"`},
+		{http.MethodPost, base, `{"holder":"h","request_id":"` + strings.Repeat("r", 129) + `"}`, `"request_id"`},
+		{http.MethodPost, base, `{"holder":"h","client_time_ms":-1}`, `"client_time_ms"`},
+		{http.MethodPost, base, `{"holder":"h","client_time_ms":"soon"}`, `client_time_ms`},
+		{http.MethodPut, base + "/0", `{"token":0}`, `"token"`},
+		{http.MethodPut, base + "/0", `{"token":` + strconv.FormatUint(a.Token, 10) + `,"client_time_ms":-5}`, `"client_time_ms"`},
+		{http.MethodPut, base + "/x", `{"token":1}`, `worker id "x"`},
+	} {
+		var prob api.Problem
+		st, err := tc.Do(c.method, c.url, c.body, &prob)
+		if err != nil || st != http.StatusBadRequest || prob.Type != api.ProblemBadRequest || !strings.Contains(prob.Detail, c.field) {
+			t.Errorf("%s %s %s: %d %v %+v (want 400 naming %s)", c.method, c.url, c.body, st, err, prob, c.field)
+		}
+	}
+	if _, _, st := renew(t, tc, tc.Running()[0], a); st != http.StatusOK {
+		t.Fatalf("the lease did not survive the bad requests: %d", st)
 	}
 }
