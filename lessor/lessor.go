@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/metrics"
 )
 
 // State is the replica's lease state (an *fsm.FSM).
@@ -37,6 +38,8 @@ type Config struct {
 	// ProposeTimeout bounds one proposal. Default 5 s.
 	ProposeTimeout time.Duration
 	Logger         *slog.Logger
+	// Metrics, if set, counts the entries proposed.
+	Metrics *metrics.Metrics
 }
 
 // Lessor holds the timers while this node serves as leader.
@@ -176,11 +179,14 @@ func (l *Lessor) fire(ctx context.Context, t *timer) {
 	switch {
 	case err == nil:
 		l.log.Info("lease "+op.Op+"d", "namespace", op.Namespace, "worker", op.WorkerID, "token", op.Token)
+		l.cfg.Metrics.ObserveLeaseTimer(op.Op, "applied")
 		t.proposed = true
 	case errors.Is(err, fsm.ErrLeaseTimerStale), errors.Is(err, fsm.ErrNamespaceNotFound):
+		l.cfg.Metrics.ObserveLeaseTimer(op.Op, "stale")
 		t.proposed = true
 	default:
 		if ctx.Err() == nil {
+			l.cfg.Metrics.ObserveLeaseTimer(op.Op, "failed")
 			l.log.Warn("lease "+op.Op+" not applied; retrying", "namespace", op.Namespace, "worker", op.WorkerID, "err", err)
 		}
 	}

@@ -47,6 +47,7 @@ type Metrics struct {
 	ForwardedRequests prometheus.Counter
 	AuditViolations   prometheus.Gauge
 	AuditChecks       prometheus.Counter
+	LeaseTimers       *prometheus.CounterVec
 
 	mu     sync.Mutex
 	labels map[string]struct{}
@@ -151,6 +152,10 @@ func New(version string) *Metrics {
 		Name: "ticketd_uniqueness_checks_total",
 		Help: "Uniqueness probes run on this node.",
 	})
+	m.LeaseTimers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_lease_timer_entries_total",
+		Help: "Lease expiry and recycle entries this node proposed as leader, by operation (expire, recycle) and outcome (applied, stale, failed).",
+	}, []string{"op", "outcome"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ticketd_build_info",
 		Help: "Build information; the value is always 1.",
@@ -160,7 +165,7 @@ func New(version string) *Metrics {
 		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
 		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
-		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, build,
+		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, m.LeaseTimers, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
@@ -300,4 +305,12 @@ func (m *Metrics) SetAuditViolations(n int) {
 	}
 	m.AuditChecks.Inc()
 	m.AuditViolations.Set(float64(n))
+}
+
+// ObserveLeaseTimer records one expiry or recycle entry the lessor proposed.
+func (m *Metrics) ObserveLeaseTimer(op, outcome string) {
+	if m == nil {
+		return
+	}
+	m.LeaseTimers.WithLabelValues(op, outcome).Inc()
 }

@@ -182,7 +182,7 @@ func Start(cfg Config) (*Server, error) {
 	state.PlantFaults(cfg.UnsafeFSM)
 	// The lessor's proposals go through s, like the issuer's; it starts
 	// only when the node serves as leader.
-	s.lessor = lessor.New(state, s.proposeLeaseOp, lessor.Config{Logger: log})
+	s.lessor = lessor.New(state, s.proposeLeaseOp, lessor.Config{Logger: log, Metrics: cfg.Metrics})
 	node, err := cluster.Open(cc, state, leadershipListener{s.issuer, s.lessor})
 	if err != nil {
 		cancel()
