@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"runtime"
@@ -44,17 +45,20 @@ var (
 	// itself once a lease is renewed or acquired.
 	ErrLeaseExpired = errors.New("ticketd: no valid worker-id lease")
 
-	// ErrClockMovedBackwards: the wall clock stepped back by more than the
-	// bound (WithMaxClockBackward) to before a timestamp this generator
-	// already used (or before it got its lease). Next refuses until the
-	// clock has caught up; it never issues an ID that could repeat.
+	// ErrClockMovedBackwards: the wall clock is behind, by more than the
+	// bound (WithMaxClockBackward), a timestamp the generator must stay
+	// above: one it already used, the start of its lease, or the lease's
+	// timestamp floor (the highest timestamp an earlier holder of the
+	// worker id may have used, by that holder's clock). Next refuses until
+	// the clock has caught up; it never issues an ID that could repeat.
 	ErrClockMovedBackwards = errors.New("ticketd: wall clock moved backwards")
 
-	// ErrClockSkew: at the last grant or renewal, this host's wall clock
-	// differed from the cluster's by more than the bound (WithMaxClockSkew).
-	// A worker id is reused after its recycle delay, so a clock that far
-	// off could repeat a previous holder's IDs: Next refuses until a
-	// renewal finds the clocks agreeing again.
+	// ErrClockSkew is no longer returned.
+	//
+	// Deprecated: no longer used: since issue #18 the cluster hands out a
+	// timestamp floor with every grant, and the generator does not compare
+	// its clock with the cluster's. A clock behind the floor gives
+	// ErrClockMovedBackwards.
 	ErrClockSkew = errors.New("ticketd: wall clock differs from the cluster's")
 
 	// ErrLeaseLost: the cluster answered that the lease is not held with
@@ -117,7 +121,6 @@ type sfConfig struct {
 	clock       Clock
 	maxBackward time.Duration
 	margin      time.Duration // 0: a tenth of the TTL
-	maxSkew     time.Duration // 0: a quarter of the recycle delay
 	leaseWait   time.Duration
 }
 
@@ -174,16 +177,17 @@ func WithSafetyMargin(d time.Duration) SnowflakeOption {
 	}
 }
 
-// WithMaxClockSkew sets how far this host's wall clock may be from the
-// cluster's, as measured at each grant and renewal, before Next refuses with
-// ErrClockSkew. Default: a quarter of the namespace's recycle delay; at most
-// half of it is used whatever the option says (see Snowflake).
+// WithMaxClockSkew is accepted and ignored (a duration that is not positive
+// is still refused with ErrInvalidArgument, as it always was).
+//
+// Deprecated: no longer used: since issue #18 the cluster hands out a
+// timestamp floor with every grant, and the generator does not compare its
+// clock with the cluster's (see Snowflake).
 func WithMaxClockSkew(d time.Duration) SnowflakeOption {
 	return func(c *sfConfig) error {
 		if d <= 0 {
 			return invalidf("WithMaxClockSkew: want a positive duration, got %v", d)
 		}
-		c.maxSkew = d
 		return nil
 	}
 }
@@ -230,6 +234,26 @@ func newLayout(n api.Namespace) (*sfLayout, error) {
 	}, nil
 }
 
+// aboveFloor returns the start of the first tick that starts after floorMs
+// (Unix ms): the lowest timestamp a holder whose timestamp floor is floorMs
+// may use. An ID's timestamp t covers [epoch + t·tick, epoch + (t+1)·tick);
+// an earlier holder may have used every tick that starts at or before its
+// bound, the floor, so the next holder takes only ticks that start after it.
+// It is math.MaxInt64 for a floor beyond what the clock can express.
+func (l *sfLayout) aboveFloor(floorMs int64) int64 {
+	if floorMs <= 0 {
+		return 0
+	}
+	if floorMs > (math.MaxInt64-l.tickNs)/1e6 {
+		return math.MaxInt64
+	}
+	f := floorMs * 1e6
+	if f < l.epochNs {
+		return l.epochNs // every tick starts after the floor
+	}
+	return l.epochNs + ((f-l.epochNs)/l.tickNs+1)*l.tickNs
+}
+
 func (l *sfLayout) same(n api.Namespace) bool {
 	return l.ns.EpochMs == n.EpochMs && l.ns.TimestampBits == n.TimestampBits && l.ns.WorkerBits == n.WorkerBits &&
 		l.ns.SequenceBits == n.SequenceBits && l.ns.TickMs == n.TickMs
@@ -263,7 +287,6 @@ type sfLease struct {
 	worker    int64
 	token     uint64
 	ttl       time.Duration
-	recycle   time.Duration
 	grantedMs int64
 	// The generator issues only while mono < deadlineMono and the
 	// timestamp it issues is below deadlineWall: both are the send time
@@ -273,13 +296,19 @@ type sfLease struct {
 	// monotonic clock stands still while the host is suspended.
 	deadlineMono int64
 	deadlineWall int64
-	// floorNs is the generator's time when the lease arrived: it never
-	// issues a timestamp below it under this lease, since the worker id's
-	// previous holder stopped at least a recycle delay before the grant.
-	floorNs  int64
+	// floorMs is the timestamp floor the cluster handed out with the
+	// grant (Unix ms; 0: none): the highest timestamp any earlier holder of
+	// the worker id may have used. aboveFloorNs is the start of the first
+	// tick after it, the lowest timestamp this lease may use.
+	floorMs      int64
+	aboveFloorNs int64
+	// minNs is the lowest timestamp the generator issues under this lease:
+	// aboveFloorNs, or its own time when it asked for the lease if that is
+	// later (so that no ID predates the lease it was issued under, and the
+	// cluster's inspections name the right holder).
+	minNs    int64
 	renewAt  time.Time // real time of the next renewal
 	expired  bool      // the deadline passed (counted once)
-	skewErr  error     // non-nil: the clocks disagreed at the last grant or renewal
 	released bool
 }
 
@@ -294,14 +323,35 @@ type sfLease struct {
 //
 // The generator acquires a worker-id lease from the cluster (POST
 // /v1/namespaces/{ns}/leases) and renews it every TTL/3 in the background.
-// The cluster gives a worker id to nobody else until the lease has ended
-// and the namespace's recycle delay (at least the TTL) has passed. The
-// generator issues IDs only while its own clock is before the deadline:
-// the time it SENT the last successful grant or renewal, plus the TTL,
-// minus a safety margin (WithSafetyMargin, default TTL/10). The cluster
-// starts the lease's TTL when it applies the request, which is after the
-// request was sent, so the generator stops before the cluster could end the
-// lease, and a whole recycle delay before the id could be granted again.
+// Every acquire and renewal carries the generator's wall clock when it sent
+// the request (client_time_ms). Two holders of one worker id never issue the
+// same ID, and no bound on any clock's offset is needed for it:
+//
+//  1. A holder stops by its own monotonic clock: it issues only until the
+//     time it SENT the last successful grant or renewal, plus the TTL, minus
+//     a safety margin (WithSafetyMargin, default TTL/10), and only
+//     timestamps below that same deadline read from its wall clock.
+//  2. The cluster ends a lease (expires it) only when at least the TTL has
+//     passed since it applied the last renewal, timed by the leader's
+//     monotonic clock, and a new leader restarts every lease with a full
+//     TTL. A request is applied after it was sent, so the holder has stopped
+//     before the cluster can end its lease.
+//  3. The worker id then rests for the namespace's recycle delay (at least
+//     the TTL) before the cluster grants it again.
+//  4. The cluster records each holder's client_time_ms + TTL, above every
+//     timestamp the holder may use: client_time_ms is the send time rounded
+//     up to the millisecond, and the wall deadline of point 1 is below send
+//     time + TTL. It hands the worker id's next holder the highest of these
+//     as its timestamp floor, and the generator issues only ticks that
+//     start after its lease's floor; so consecutive holders' timestamps
+//     never overlap, however far apart their clocks (or the cluster's) are.
+//
+// Only the rates of the clocks matter: they must tick at about the same
+// speed, and the margin covers their drift over a TTL. Neither the
+// cluster's wall clock nor this host's offset from it takes part; the
+// cluster's stamps (GrantedMs) are for display. (A cluster from before
+// issue #18 sends no floor: then consecutive holders are a recycle delay
+// apart in real time only, and their clocks must agree to within it.)
 //
 //   - Cluster briefly unreachable (renewals fail): keep issuing until the
 //     deadline (fail-static), then refuse with ErrLeaseExpired (fail-closed)
@@ -334,12 +384,16 @@ type sfLease struct {
 // Whatever the clock does, the generator never issues a timestamp below the
 // last one it issued (nor the same one once its sequence is used up: then
 // it waits for the next tick), so its IDs strictly increase; a new worker id
-// starts on a later tick than the last ID. At each grant and renewal it
-// also compares its wall clock with the cluster's: a worker id's previous
-// holder and its next one cannot issue the same ID as long as their clocks
-// differ by less than the recycle delay, so the generator refuses with
-// ErrClockSkew when its clock is more than WithMaxClockSkew (default a
-// quarter of the recycle delay) away from the cluster's.
+// starts on a later tick than the last ID. Nor does it issue a tick that
+// starts at or before its lease's timestamp floor: a wall clock behind the
+// floor is treated as one behind the last timestamp issued (waited out up to
+// WithMaxClockBackward, refused with ErrClockMovedBackwards beyond). A floor
+// at or past the lease's deadline, which no ID of the lease could pass, means
+// this host's clock is behind an earlier holder's by about the recycle delay
+// plus the TTL or more: the generator gives that lease back at once and
+// acquires another (Stats.FloorGiveUps), up to three times in a row; then it
+// keeps the lease and refuses with ErrClockMovedBackwards until its clock
+// has passed the floor.
 type Snowflake struct {
 	c      *Client
 	ns     string
@@ -365,6 +419,10 @@ type Snowflake struct {
 	lastWkr  int64
 	lastID   int64
 	stats    SnowflakeStats
+	// floorGiveUps counts the leases given back in a row because their
+	// timestamp floor was out of reach; only the background goroutine
+	// uses it.
+	floorGiveUps int
 }
 
 // SnowflakeStats are a Snowflake's counters.
@@ -384,14 +442,22 @@ type SnowflakeStats struct {
 	RefusedNoLease int64
 	// ClockBackwardSteps counts backward steps of the wall clock against
 	// the monotonic timeline of 1 ms or more; ClockBackwardWaits the times
-	// Next waited for the clock to pass the last timestamp issued;
-	// ClockBackwardRefusals the calls refused with ErrClockMovedBackwards.
+	// Next waited for the clock to pass the last timestamp issued or the
+	// lease's timestamp floor; ClockBackwardRefusals the calls refused
+	// with ErrClockMovedBackwards.
 	ClockBackwardSteps, ClockBackwardWaits, ClockBackwardRefusals int64
 	// ClockForwardJumps counts forward jumps of the wall clock against
 	// the monotonic timeline of 1 ms or more (steps, host suspended).
 	ClockForwardJumps int64
-	// ClockSkewRefusals counts calls refused with ErrClockSkew.
+	// ClockSkewRefusals is always 0.
+	//
+	// Deprecated: no longer used: since issue #18 the cluster hands out a
+	// timestamp floor and the generator does not compare its clock with
+	// the cluster's.
 	ClockSkewRefusals int64
+	// FloorGiveUps counts the leases given back at once because their
+	// timestamp floor lay at or past their deadline (see Snowflake).
+	FloorGiveUps int64
 	// SequenceWaits counts the times a tick's sequence ran out and Next
 	// waited for the next tick.
 	SequenceWaits int64
@@ -406,13 +472,19 @@ type SnowflakeLease struct {
 	Token     uint64
 	Holder    string
 	TTL       time.Duration
-	// GrantedMs is the cluster's time when the lease was granted.
+	// GrantedMs is the cluster's time when the lease was granted, for
+	// display: the generator compares it with nothing.
 	GrantedMs int64
+	// TimestampFloorMs is the timestamp floor the cluster handed out with
+	// the grant (0: none): the generator issues only ticks that start
+	// after it.
+	TimestampFloorMs int64
 	// Deadline is when the generator stops issuing unless a renewal
 	// succeeds first, in the generator's wall clock.
 	Deadline time.Time
 	// Valid reports whether the generator may issue under it now: its
-	// deadline has not passed and the clocks agreed at the last renewal.
+	// deadline has not passed. (Next may still wait or refuse for the
+	// clock: see ErrClockMovedBackwards.)
 	Valid  bool
 	Layout api.Namespace
 }
@@ -480,7 +552,7 @@ func (g *Snowflake) Holder() string { return g.cfg.holder }
 // before. It waits only for the next tick when the current one's sequence
 // is used up, for a small backward step of the clock, and for a lease when
 // it holds no valid one (up to WithLeaseWait). Errors: ErrLeaseExpired,
-// ErrClockMovedBackwards, ErrClockSkew, ErrClosed, ErrExhausted (the
+// ErrClockMovedBackwards, ErrClosed, ErrExhausted (the
 // namespace's timestamp bits ran out), the context's error while waiting
 // for a tick, ErrInvalidArgument.
 func (g *Snowflake) Next(ctx context.Context) (int64, error) {
@@ -688,10 +760,6 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 		g.expireLocked(l)
 		return 0, 0, errNoLease
 	}
-	if l.skewErr != nil {
-		g.stats.ClockSkewRefusals++
-		return 0, 0, l.skewErr
-	}
 	lay := g.layout
 	lastEnd := int64(-1 << 63) // end of the last tick issued
 	if g.lastTick >= 0 {
@@ -711,7 +779,7 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 		// Following the wall clock back is harmless when it has passed
 		// everything issued under the lease; otherwise only a small step
 		// is waited out, a large one refused.
-		if back <= int64(g.cfg.maxBackward) || (wall >= lastEnd && wall >= l.floorNs) {
+		if back <= int64(g.cfg.maxBackward) || (wall >= lastEnd && wall >= l.minNs) {
 			g.anchorW, g.anchorM, ts = wall, mono, wall
 		} else {
 			g.stats.ClockBackwardRefusals++
@@ -729,13 +797,18 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 		return 0, 0, fmt.Errorf("%w: the clock (%v) is before the namespace's epoch", ErrClockMovedBackwards, time.Unix(0, ts).UTC())
 	}
 	tick := (ts - lay.epochNs) / lay.tickNs
-	if tick < g.lastTick || ts < l.floorNs {
-		// Only after a step of at most maxBackward (a larger one was
-		// refused above), so this wait is short.
-		wait := max(lay.epochNs+g.lastTick*lay.tickNs, l.floorNs) - ts
+	if tick < g.lastTick || ts < l.minNs {
+		// Behind the last tick issued (after a step back of at most
+		// maxBackward: a larger one was refused above) or behind the
+		// lease's first timestamp (its start, or the first tick above
+		// the timestamp floor): wait if that is short, else refuse.
+		wait := max(lay.epochNs+g.lastTick*lay.tickNs, l.minNs) - ts
 		if wait > int64(g.cfg.maxBackward)+lay.tickNs {
 			g.stats.ClockBackwardRefusals++
-			return 0, 0, fmt.Errorf("%w: %v behind the last timestamp issued", ErrClockMovedBackwards, time.Duration(wait))
+			if ts < l.aboveFloorNs {
+				return 0, 0, g.floorError(l, ts, "refusing until it has passed the floor")
+			}
+			return 0, 0, fmt.Errorf("%w: %v behind the last timestamp issued or the start of the lease", ErrClockMovedBackwards, time.Duration(wait))
 		}
 		g.stats.ClockBackwardWaits++
 		return 0, time.Duration(wait), nil
@@ -770,6 +843,16 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 	g.lastID = dst[n-1]
 	g.stats.Issued += int64(n)
 	return n, 0, nil
+}
+
+// floorError says that the clock reading ts is behind l's timestamp floor.
+func (g *Snowflake) floorError(l *sfLease, ts int64, what string) error {
+	behind := "an unbounded time"
+	if l.aboveFloorNs < math.MaxInt64 {
+		behind = time.Duration(l.aboveFloorNs - ts).String()
+	}
+	return fmt.Errorf("%w: this host's clock is %s behind the timestamp floor of worker %d of %q, %s (the highest timestamp an earlier holder of the worker id may have used, by that holder's clock); %s",
+		ErrClockMovedBackwards, behind, l.worker, g.ns, time.UnixMilli(l.floorMs).UTC().Format(time.RFC3339Nano), what)
 }
 
 func (g *Snowflake) expireLocked(l *sfLease) {
@@ -815,7 +898,7 @@ func (g *Snowflake) Wait(ctx context.Context) error {
 // validLocked reports whether the lease may be issued under now.
 func (g *Snowflake) validLocked() bool {
 	l := g.lease
-	if l == nil || l.skewErr != nil {
+	if l == nil {
 		return false
 	}
 	_, m := g.cfg.clock.Now()
@@ -832,7 +915,7 @@ func (g *Snowflake) Lease() (SnowflakeLease, bool) {
 	}
 	return SnowflakeLease{
 		Namespace: g.ns, WorkerID: l.worker, Token: l.token, Holder: g.cfg.holder, TTL: l.ttl,
-		GrantedMs: l.grantedMs, Deadline: time.Unix(0, l.deadlineWall), Valid: g.validLocked(), Layout: g.layout.ns,
+		GrantedMs: l.grantedMs, TimestampFloorMs: l.floorMs, Deadline: time.Unix(0, l.deadlineWall), Valid: g.validLocked(), Layout: g.layout.ns,
 	}, true
 }
 
@@ -944,17 +1027,37 @@ func (g *Snowflake) leasePath(worker int64) string {
 	return "/v1/namespaces/" + g.ns + "/leases/" + strconv.FormatInt(worker, 10)
 }
 
+// maxFloorGiveUps is how many leases in a row the generator gives back
+// because their timestamp floor lies at or past their deadline, before it
+// keeps one and waits for its clock to pass the floor.
+//
+// Such a floor means that this host's clock is behind an earlier holder's
+// by about the recycle delay plus the TTL or more. Either that holder's clock ran
+// ahead (it was stepped, say, an hour forward): then only the worker ids it
+// held are out of reach, another lease serves at once, and waiting for the
+// floor instead would stop this generator for up to that hour. Or this
+// host's clock is the one behind: then every recently used worker id is out
+// of reach, and giving them all back in turn would keep each one resting
+// for a recycle delay, which starves the other generators of a small
+// namespace. A few give-ups tell the two apart well enough; after them the
+// generator holds one worker id and refuses with ErrClockMovedBackwards
+// until its clock has passed the floor, as it does for any clock behind the
+// timestamps it must stay above.
+const maxFloorGiveUps = 3
+
 // acquire asks for a lease (retrying transient failures for up to the
 // Client's call timeout) and installs it.
 func (g *Snowflake) acquire() error {
 	ctx, cancel := g.c.withCallTimeout(g.ctx)
 	defer cancel()
-	// One request id for this acquire and all its retries: a retry whose
-	// first attempt was granted (answer lost, or a 503 after the grant)
-	// gets that lease back instead of tying up a second worker id.
-	body, _ := json.Marshal(api.LeaseRequest{Holder: g.cfg.holder, RequestID: rand.Text()})
 	sendW, sendM := g.cfg.clock.Now()
 	renewAt := time.Now()
+	// One request id and one client time for this acquire and all its
+	// retries: a retry whose first attempt was granted (answer lost, or a
+	// 503 after the grant) gets that lease back instead of tying up a
+	// second worker id, and the cluster bounds it by this send time, the
+	// one the deadline is counted from.
+	body, _ := json.Marshal(api.LeaseRequest{Holder: g.cfg.holder, RequestID: rand.Text(), ClientTimeMs: clientTimeMs(sendW)})
 	var out api.Lease
 	_, err := g.c.roundTrip(ctx, http.MethodPost, "/v1/namespaces/"+g.ns+"/leases", body, &out, g.onFailure)
 	if err != nil {
@@ -962,8 +1065,8 @@ func (g *Snowflake) acquire() error {
 	}
 	recvW, _ := g.cfg.clock.Now()
 	lay, lerr := newLayout(out.Layout)
-	if lerr == nil && (out.WorkerID < 0 || out.WorkerID > lay.maxWorker || out.Token == 0 || out.TTLMs < 1) {
-		lerr = fmt.Errorf("worker %d, token %d, ttl_ms %d", out.WorkerID, out.Token, out.TTLMs)
+	if lerr == nil && (out.WorkerID < 0 || out.WorkerID > lay.maxWorker || out.Token == 0 || out.TTLMs < 1 || out.TimestampFloorMs < 0) {
+		lerr = fmt.Errorf("worker %d, token %d, ttl_ms %d, timestamp_floor_ms %d", out.WorkerID, out.Token, out.TTLMs, out.TimestampFloorMs)
 	}
 	g.mu.Lock()
 	if lerr == nil && g.layout != nil && !g.layout.same(out.Layout) {
@@ -976,9 +1079,8 @@ func (g *Snowflake) acquire() error {
 		g.release(&sfLease{worker: out.WorkerID, token: out.Token})
 		return g.fatal
 	}
-	l := &sfLease{worker: out.WorkerID, token: out.Token, ttl: time.Duration(out.TTLMs) * time.Millisecond,
-		recycle: time.Duration(out.Layout.RecycleDelayMs) * time.Millisecond, grantedMs: out.GrantedMs}
-	if err := g.setDeadlineLocked(l, sendW, sendM, recvW, renewAt, out.GrantedMs); err != nil {
+	l := &sfLease{worker: out.WorkerID, token: out.Token, ttl: time.Duration(out.TTLMs) * time.Millisecond, grantedMs: out.GrantedMs}
+	if err := g.setDeadlineLocked(l, sendW, sendM, renewAt); err != nil {
 		g.fatal = err
 		g.notifyLocked()
 		g.mu.Unlock()
@@ -991,18 +1093,57 @@ func (g *Snowflake) acquire() error {
 		return ErrClosed
 	}
 	g.layout = lay
-	l.floorNs = g.anchorW + (int64(sendM) - g.anchorM) // the timeline when the request was sent
-	if w := recvW.UnixNano(); w > l.floorNs {
-		l.floorNs = w
+	// The lease's start: the timeline when the request was sent, or the
+	// wall clock when the answer came if that is later.
+	l.minNs = max(g.anchorW+(int64(sendM)-g.anchorM), recvW.UnixNano())
+	g.raiseFloorLocked(l, out.TimestampFloorMs)
+	var floorErr error
+	if l.aboveFloorNs >= l.deadlineWall { // no ID of this lease could be above the floor
+		if g.floorGiveUps < maxFloorGiveUps {
+			g.floorGiveUps++
+			g.stats.FloorGiveUps++
+			err := g.floorError(l, sendW.UnixNano(), fmt.Sprintf("that is past the lease's deadline: gave the lease back to acquire another (%d of %d in a row)", g.floorGiveUps, maxFloorGiveUps))
+			g.lastErr = err
+			g.mu.Unlock()
+			g.release(l)
+			return err
+		}
+		floorErr = g.floorError(l, sendW.UnixNano(), fmt.Sprintf("that is past the lease's deadline, as it was for the %d leases before: keeping this one and refusing until the clock has passed the floor", maxFloorGiveUps))
+		g.c.log.Error("ticketd: the Snowflake generator refuses to issue until this host's clock has passed the lease's timestamp floor",
+			"namespace", g.ns, "worker", l.worker, "token", l.token, "err", floorErr)
 	}
+	g.floorGiveUps = 0
 	g.lease = l
-	g.lastErr = l.skewErr
+	g.lastErr = floorErr
 	g.stats.Acquired++
 	g.notifyLocked()
 	g.mu.Unlock()
 	g.c.log.Info("ticketd: acquired a worker-id lease", "namespace", g.ns, "worker", l.worker, "token", l.token,
-		"ttl", l.ttl, "holder", g.cfg.holder)
+		"ttl", l.ttl, "timestamp_floor_ms", l.floorMs, "holder", g.cfg.holder)
 	return nil
+}
+
+// clientTimeMs is the client_time_ms of a request sent at sendW: its Unix
+// time in ms, rounded up, so that the bound the cluster records,
+// client_time_ms + TTL, is above the lease's wall deadline, sendW + TTL -
+// margin, whatever the margin.
+func clientTimeMs(sendW time.Time) int64 {
+	ms := sendW.UnixMilli() // rounded down: the nanoseconds are in [0, 1e9)
+	if sendW.Nanosecond()%1e6 != 0 {
+		ms++
+	}
+	return ms
+}
+
+// raiseFloorLocked makes l honour the timestamp floor floorMs: it issues
+// only ticks that start after it.
+func (g *Snowflake) raiseFloorLocked(l *sfLease, floorMs int64) {
+	if floorMs <= l.floorMs {
+		return
+	}
+	l.floorMs = floorMs
+	l.aboveFloorNs = g.layout.aboveFloor(floorMs)
+	l.minNs = max(l.minNs, l.aboveFloorNs)
 }
 
 func (g *Snowflake) onFailure(err error) {
@@ -1012,9 +1153,9 @@ func (g *Snowflake) onFailure(err error) {
 }
 
 // setDeadlineLocked sets l's deadlines from the send time of the request
-// that granted or renewed it, checks the margin, and compares the clocks:
-// the cluster stamped stampMs somewhere between sendW and recvW.
-func (g *Snowflake) setDeadlineLocked(l *sfLease, sendW time.Time, sendM time.Duration, recvW time.Time, realSend time.Time, stampMs int64) error {
+// that granted or renewed it and checks the margin. Nothing the cluster's
+// clock says takes part.
+func (g *Snowflake) setDeadlineLocked(l *sfLease, sendW time.Time, sendM time.Duration, realSend time.Time) error {
 	margin := g.cfg.margin
 	if margin == 0 {
 		margin = l.ttl / 10
@@ -1026,26 +1167,6 @@ func (g *Snowflake) setDeadlineLocked(l *sfLease, sendW time.Time, sendM time.Du
 	l.deadlineWall = max(l.deadlineWall, sendW.UnixNano()+int64(l.ttl-margin))
 	l.renewAt = realSend.Add(l.ttl / 3)
 	l.expired = false
-
-	maxSkew := g.cfg.maxSkew
-	if maxSkew == 0 {
-		maxSkew = l.recycle / 4
-	}
-	maxSkew = min(maxSkew, l.recycle/2)
-	stamp := stampMs * 1e6
-	skew := time.Duration(0)
-	if d := sendW.UnixNano() - (stamp + 1e6); d > 0 { // ahead by at least d (the stamp is truncated to ms)
-		skew = time.Duration(d)
-	} else if d := stamp - recvW.UnixNano(); d > 0 { // behind by at least d
-		skew = time.Duration(d)
-	}
-	l.skewErr = nil
-	if stampMs > 0 && maxSkew > 0 && skew > maxSkew {
-		l.skewErr = fmt.Errorf("%w: this host's wall clock is at least %v off the cluster's (at most %v is allowed, under the recycle delay %v of namespace %q)",
-			ErrClockSkew, skew, maxSkew, l.recycle, g.ns)
-		g.lastErr = l.skewErr
-		g.c.log.Error("ticketd: clock skew; the Snowflake generator refuses to issue", "namespace", g.ns, "skew", skew, "max", maxSkew)
-	}
 	return nil
 }
 
@@ -1054,15 +1175,14 @@ func (g *Snowflake) setDeadlineLocked(l *sfLease, sendW time.Time, sendM time.Du
 func (g *Snowflake) renew(l *sfLease) error {
 	ctx, cancel := context.WithTimeout(g.ctx, l.ttl/3)
 	defer cancel()
-	body, _ := json.Marshal(api.LeaseTokenRequest{Token: l.token})
 	sendW, sendM := g.cfg.clock.Now()
 	realSend := time.Now()
+	body, _ := json.Marshal(api.LeaseTokenRequest{Token: l.token, ClientTimeMs: clientTimeMs(sendW)})
 	var out api.Lease
 	_, err := g.c.roundTrip(ctx, http.MethodPut, g.leasePath(l.worker), body, &out, g.onFailure)
 	if err != nil {
 		return snowflakeError(err)
 	}
-	recvW, _ := g.cfg.clock.Now()
 	if out.WorkerID != l.worker || out.Token != l.token || out.TTLMs < 1 {
 		return fmt.Errorf("%w: the renewal of worker %d token %d was answered with worker %d token %d", ErrLeaseLost, l.worker, l.token, out.WorkerID, out.Token)
 	}
@@ -1075,11 +1195,14 @@ func (g *Snowflake) renew(l *sfLease) error {
 	if ttl < l.ttl { // the TTL never changes for a namespace; take the shorter to be safe
 		l.ttl = ttl
 	}
-	if err := g.setDeadlineLocked(l, sendW, sendM, recvW, realSend, out.ExpiresMs-out.TTLMs); err != nil {
+	if err := g.setDeadlineLocked(l, sendW, sendM, realSend); err != nil {
 		return err
 	}
+	// A renewal's answer carries the grant's floor again; should it ever
+	// carry a higher one, that is honoured too.
+	g.raiseFloorLocked(l, out.TimestampFloorMs)
 	g.stats.Renewed++
-	g.lastErr = l.skewErr
+	g.lastErr = nil
 	g.notifyLocked()
 	return nil
 }

@@ -75,8 +75,10 @@ func ExampleSnowflake_Next() {
 		// No valid worker-id lease: the cluster has been unreachable for
 		// longer than the lease covers, or every worker id is taken
 		// (errors.Is(err, client.ErrNoWorkerFree)). Retry later.
-	case errors.Is(err, client.ErrClockMovedBackwards), errors.Is(err, client.ErrClockSkew):
-		// This host's clock is wrong; Next refuses until it is right.
+	case errors.Is(err, client.ErrClockMovedBackwards):
+		// This host's clock is behind a timestamp the generator must stay
+		// above (its own last one, or its lease's timestamp floor, set by
+		// an earlier holder's clock); Next refuses until it has caught up.
 	}
 	// Output:
 	// got an ID: true

@@ -438,6 +438,13 @@ func TestCluster_Snowflake_RevokedGenerator_StopsBeforeTheIDIsReissued(t *testin
 	if minB := trb.spans[0].minT; minB < lb.GrantedMs || minB <= maxA {
 		t.Fatalf("b's first timestamp %d is not above a's last %d and b's grant %d", minB, maxA, lb.GrantedMs)
 	}
+	// A cluster that hands out timestamp floors bounds a by its own clock:
+	// b's floor is above a's every timestamp, and b stays above the floor.
+	if fl := lb.TimestampFloorMs; fl != 0 && (fl <= maxA || trb.spans[0].minT <= fl) {
+		t.Fatalf("b's timestamp floor %d: a's last timestamp %d, b's first %d; want a's < floor < b's", fl, maxA, trb.spans[0].minT)
+	} else if fl == 0 {
+		t.Log("the cluster handed out no timestamp floor")
+	}
 	checkSpans(t, tra, trb)
 	auditClean(t, tc, 3)
 	t.Logf("revoked at %d; a's last ID under worker %d at %d (%d ms later); b granted it at %d (%d ms after the revocation); a: %+v",
@@ -618,4 +625,61 @@ func TestCluster_Snowflake_LostAcquireAnswer_RetryGetsTheSameLease(t *testing.T)
 	if st, err := tc.Do(http.MethodGet, tc.URL(tc.Running()[0])+"/v1/audit/check", nil, &check); err != nil || st != http.StatusOK || check.LeasesChecked != 1 {
 		t.Fatalf("audit: %d %v %+v (want exactly one grant)", st, err, check)
 	}
+}
+
+// TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt: a's
+// clock runs an hour fast; it issues IDs under the namespace's only worker
+// id and closes. b, on a true clock, gets that id after its recycle delay
+// with a timestamp floor above every timestamp a used, an hour ahead of b's
+// clock and past b's lease deadline: b gives the lease back three times (the
+// only id comes back each time after its rest), keeps the fourth and refuses
+// with ErrClockMovedBackwards rather than issue an ID below a's. (A cluster
+// that sends no floor is logged, not failed: this test also runs while the
+// server side of #18 is being written.)
+func TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	tc := testcluster.New(t, 3, nil)
+	urls := allURLs(tc, 3)
+	admin := newClient(t, urls)
+	ctx := ctxFor(t, 60*time.Second)
+	if _, _, err := admin.CreateNamespace(ctx, "users", api.NamespaceRequest{MaxWorkers: i64p(1), LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(1000)}); err != nil {
+		t.Fatal(err)
+	}
+	fast := newFakeClock(true)
+	fast.Step(time.Hour)
+	a := newSnowflake(t, newClient(t, urls), "users", client.WithHolder("a"), client.WithClock(fast))
+	la := waitLease(t, a, 20*time.Second)
+	var maxA int64
+	for range 1000 {
+		id, err := a.Next(ctx)
+		if err != nil {
+			t.Fatalf("a: %v", err)
+		}
+		maxA = max(maxA, client.DecodeSnowflake(la.Layout, id).TimeMs)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newSnowflake(t, newClient(t, urls), "users", client.WithHolder("b"))
+	lb := waitLease(t, b, 30*time.Second)
+	if lb.TimestampFloorMs == 0 {
+		t.Logf("the cluster handed out no timestamp floor (server without #18); b: %+v", b.Stats())
+		return
+	}
+	if lb.WorkerID != la.WorkerID || lb.TimestampFloorMs <= maxA {
+		t.Fatalf("b's lease %+v; want worker %d with a floor above a's last timestamp %d", lb, la.WorkerID, maxA)
+	}
+	for range 3 {
+		if id, err := b.Next(ctx); !errors.Is(err, client.ErrClockMovedBackwards) {
+			t.Fatalf("b.Next = %d, %v; want ErrClockMovedBackwards (floor %d, a's last timestamp %d)", id, err, lb.TimestampFloorMs, maxA)
+		}
+	}
+	if st := b.Stats(); st.FloorGiveUps != 3 || st.Issued != 0 {
+		t.Fatalf("b's stats %+v", st)
+	}
+	auditClean(t, tc, 5)
+	t.Logf("a issued up to %d (an hour fast); b holds worker %d with floor %d and refuses: %+v", maxA, lb.WorkerID, lb.TimestampFloorMs, b.Stats())
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,30 +83,44 @@ func (c *fakeClock) Offset() time.Duration {
 // lease endpoints, with the FSM's rules (lowest free worker id; an id is
 // granted again only after its lease ended and the recycle delay passed;
 // token = a growing counter; renew and release need the token and an active
-// lease, or 409 lease-lost). Its time is now(), so a test can freeze it.
+// lease, or 409 lease-lost; a holder's bound is its highest client_time_ms +
+// TTL, and the next holder of the id gets the highest bound so far as its
+// timestamp floor). Its time is now(), so a test can freeze it.
 type leaseStandIn struct {
 	srv *httptest.Server
 	now func() time.Time
 
-	mu        sync.Mutex
-	ns        map[string]api.Namespace
-	leases    map[string]map[int64]*api.Lease
-	token     uint64
-	down      bool          // every lease request: 503
-	lostNext  int           // answer the next renewals 409 lease-lost
-	offset    time.Duration // added to the stand-in's clock (a skewed cluster)
+	mu       sync.Mutex
+	ns       map[string]api.Namespace
+	leases   map[string]map[int64]*api.Lease
+	bounds   map[*api.Lease]int64 // the highest client_time_ms + TTL of each lease
+	token    uint64
+	down     bool          // every lease request: 503
+	lostNext int           // answer the next renewals 409 lease-lost
+	offset   time.Duration // added to the stand-in's clock (a skewed cluster)
+	// floorFor, if set, raises the timestamp floor of a grant of worker
+	// to what it returns (nowMs: the stand-in's clock).
+	floorFor  func(worker, nowMs int64) int64
 	acquires  int
 	renewals  int
 	releases  int
 	grants    []api.Lease
+	sent      []sentTime
 	holderLog []string
+}
+
+// sentTime is the client_time_ms of an acquire or renewal, with the real
+// time (Unix ms) the stand-in received it.
+type sentTime struct {
+	op               string // "acquire" or "renew"
+	clientMs, recvMs int64
 }
 
 func newLeaseStandIn(now func() time.Time) *leaseStandIn {
 	if now == nil {
 		now = time.Now
 	}
-	f := &leaseStandIn{now: now, ns: map[string]api.Namespace{}, leases: map[string]map[int64]*api.Lease{}, token: 100}
+	f := &leaseStandIn{now: now, ns: map[string]api.Namespace{}, leases: map[string]map[int64]*api.Lease{}, bounds: map[*api.Lease]int64{}, token: 100}
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT /v1/namespaces/{name}", f.create)
 	mux.HandleFunc("POST /v1/namespaces/{name}/leases", f.acquire)
@@ -199,13 +214,27 @@ func (f *leaseStandIn) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.acquires++
+	f.sent = append(f.sent, sentTime{op: "acquire", clientMs: req.ClientTimeMs, recvMs: time.Now().UnixMilli()})
 	now := f.nowMsLocked()
 	for wk := int64(0); wk < n.MaxWorkers; wk++ {
-		if prev, used := f.leases[name][wk]; used && now < leaseEnd(prev)+n.RecycleDelayMs {
+		prev, used := f.leases[name][wk]
+		if used && now < leaseEnd(prev)+n.RecycleDelayMs {
 			continue
 		}
 		f.token++
 		l := &api.Lease{Namespace: name, WorkerID: wk, Holder: req.Holder, Token: f.token, GrantedMs: now, ExpiresMs: now + n.LeaseTTLMs}
+		if used {
+			bound := f.bounds[prev]
+			if bound == 0 { // a holder that never sent its clock: the cluster's stamp
+				bound = leaseEnd(prev)
+			}
+			l.TimestampFloorMs = max(prev.TimestampFloorMs, bound)
+			delete(f.bounds, prev)
+		}
+		if f.floorFor != nil {
+			l.TimestampFloorMs = max(l.TimestampFloorMs, f.floorFor(wk, now))
+		}
+		f.boundLocked(l, req.ClientTimeMs)
 		f.leases[name][wk] = l
 		f.grants = append(f.grants, *l)
 		writeJSON(w, http.StatusCreated, f.view(l))
@@ -217,15 +246,27 @@ func (f *leaseStandIn) acquire(w http.ResponseWriter, r *http.Request) {
 // held finds the lease of a renew or release request; it writes the
 // problem and returns nil when the lease is not held with the token.
 func (f *leaseStandIn) heldLocked(w http.ResponseWriter, r *http.Request, anyToken bool) *api.Lease {
+	if anyToken {
+		return f.leaseLocked(w, r, api.LeaseTokenRequest{}, true)
+	}
+	l, _ := f.heldReqLocked(w, r)
+	return l
+}
+
+// heldReqLocked is heldLocked for a request with a token; it also returns
+// the request.
+func (f *leaseStandIn) heldReqLocked(w http.ResponseWriter, r *http.Request) (*api.Lease, api.LeaseTokenRequest) {
+	var req api.LeaseTokenRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Token == 0 {
+		badRequest(w, "token")
+		return nil, req
+	}
+	return f.leaseLocked(w, r, req, false), req
+}
+
+func (f *leaseStandIn) leaseLocked(w http.ResponseWriter, r *http.Request, req api.LeaseTokenRequest, anyToken bool) *api.Lease {
 	name := r.PathValue("name")
 	wk, _ := strconv.ParseInt(r.PathValue("worker"), 10, 64)
-	var req api.LeaseTokenRequest
-	if !anyToken {
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Token == 0 {
-			badRequest(w, "token")
-			return nil
-		}
-	}
 	if _, ok := f.ns[name]; !ok {
 		writeProblem(w, http.StatusNotFound, api.Problem{Type: api.ProblemNamespaceNotFound, Title: "namespace not found"}, "")
 		return nil
@@ -250,10 +291,25 @@ func (f *leaseStandIn) renew(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusConflict, api.Problem{Type: api.ProblemLeaseLost, Title: "lease lost", Detail: "injected"}, "")
 		return
 	}
-	if l := f.heldLocked(w, r, false); l != nil {
+	if l, req := f.heldReqLocked(w, r); l != nil {
 		l.ExpiresMs = f.nowMsLocked() + f.ns[l.Namespace].LeaseTTLMs
+		f.sent = append(f.sent, sentTime{op: "renew", clientMs: req.ClientTimeMs, recvMs: time.Now().UnixMilli()})
+		f.boundLocked(l, req.ClientTimeMs)
 		writeJSON(w, http.StatusOK, f.view(l))
 	}
+}
+
+func (f *leaseStandIn) boundLocked(l *api.Lease, clientMs int64) {
+	if clientMs > 0 {
+		f.bounds[l] = max(f.bounds[l], clientMs+f.ns[l.Namespace].LeaseTTLMs)
+	}
+}
+
+// sentTimes returns the client times of the acquires and renewals so far.
+func (f *leaseStandIn) sentTimes() []sentTime {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent)
 }
 
 func (f *leaseStandIn) release(w http.ResponseWriter, r *http.Request) {
@@ -629,28 +685,261 @@ func TestSnowflake_Unreachable_FailStaticUntilTheDeadline_ThenFailClosed(t *test
 	}
 }
 
-// TestSnowflake_ClockSkew_RefusesUntilTheClocksAgree: the cluster's clock
-// is 10 s behind this host's: more than a quarter of the 2 s recycle delay.
-func TestSnowflake_ClockSkew_RefusesUntilTheClocksAgree(t *testing.T) {
+// TestSnowflake_ClusterClockAnHourOff_StillIssues: the cluster's stamps are
+// an hour ahead of this host's clock, or an hour behind. The generator does
+// not compare its clock with the cluster's any more (#18): it issues at once
+// and goes on across renewals under the same worker id, with timestamps of
+// its own clock.
+func TestSnowflake_ClusterClockAnHourOff_StillIssues(t *testing.T) {
+	for _, off := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run("cluster"+off.String(), func(t *testing.T) {
+			noLeak(t)
+			f := newLeaseStandIn(nil)
+			t.Cleanup(f.Close)
+			f.addNamespace("users", time.Second, 2*time.Second, nil)
+			f.set(func(f *leaseStandIn) { f.offset = off })
+			c := newClient(t, []string{f.URL()})
+			g := newSnowflake(t, c, "users", client.WithLeaseWait(0))
+			l := waitLease(t, g, 5*time.Second)
+			before := time.Now().UnixMilli()
+			a := mustNext(t, g)
+			if err := waitFor(5*time.Second, func() bool { return g.Stats().Renewed >= 2 }); err != nil {
+				t.Fatalf("no renewals: %+v", g.Stats())
+			}
+			b := mustNext(t, g)
+			after := time.Now().UnixMilli()
+			for _, id := range []int64{a, b} {
+				if p := client.DecodeSnowflake(l.Layout, id); p.WorkerID != l.WorkerID || p.TimeMs < before-1 || p.TimeMs > after {
+					t.Fatalf("ID %d decodes to %+v; want worker %d and this host's time %d..%d", id, p, l.WorkerID, before, after)
+				}
+			}
+			if st := g.Stats(); b <= a || st.ClockBackwardRefusals != 0 || st.LeasesLost != 0 || st.Acquired != 1 || st.LastError != nil {
+				t.Fatalf("IDs %d then %d; stats %+v", a, b, st)
+			}
+		})
+	}
+}
+
+// TestSnowflake_LeaseRequests_CarryTheClientSendTime: every acquire and
+// renewal carries client_time_ms, the generator's wall clock when it sent
+// the request, rounded up to the ms: exactly its (frozen, an hour fast)
+// clock, whatever the cluster's reads, and the deadline it counts from that
+// send time stays below the bound the cluster records (client_time_ms +
+// TTL). With the system clock it lies between the send and the receipt.
+func TestSnowflake_LeaseRequests_CarryTheClientSendTime(t *testing.T) {
+	t.Run("injected clock", func(t *testing.T) {
+		noLeak(t)
+		clk := newFakeClock(false)
+		clk.Step(time.Hour) // the cluster runs on real time: an hour behind this host
+		f := newLeaseStandIn(nil)
+		t.Cleanup(f.Close)
+		const ttl = 600 * time.Millisecond // a renewal every 200 ms
+		f.addNamespace("users", ttl, 2*ttl, nil)
+		c := newClient(t, []string{f.URL()})
+		g := newSnowflake(t, c, "users", client.WithClock(clk))
+		l := waitLease(t, g, 5*time.Second)
+		w0, _ := clk.Now()
+		sent := f.sentTimes()
+		if len(sent) == 0 || sent[0].op != "acquire" || sent[0].clientMs != ceilMs(w0) {
+			t.Fatalf("acquire sent %+v; want client_time_ms %d (the clock %v rounded up to the ms)", sent, ceilMs(w0), w0)
+		}
+		if bound := time.UnixMilli(sent[0].clientMs).Add(ttl); !l.Deadline.Before(bound) {
+			t.Fatalf("deadline %v is not below the cluster's bound %v", l.Deadline, bound)
+		}
+		clk.Advance(100 * time.Millisecond)
+		w1, _ := clk.Now()
+		if err := waitFor(5*time.Second, func() bool {
+			s := f.sentTimes()
+			return s[len(s)-1].op == "renew" && s[len(s)-1].clientMs == ceilMs(w1)
+		}); err != nil {
+			t.Fatalf("no renewal carried client_time_ms %d: %+v", ceilMs(w1), f.sentTimes())
+		}
+		for _, s := range f.sentTimes() {
+			if s.clientMs != ceilMs(w0) && s.clientMs != ceilMs(w1) {
+				t.Fatalf("%s sent client_time_ms %d; the clock read only %v and %v", s.op, s.clientMs, w0, w1)
+			}
+		}
+	})
+	t.Run("system clock", func(t *testing.T) {
+		noLeak(t)
+		f := newLeaseStandIn(nil)
+		t.Cleanup(f.Close)
+		f.addNamespace("users", 600*time.Millisecond, 1200*time.Millisecond, nil)
+		c := newClient(t, []string{f.URL()})
+		start := time.Now().UnixMilli()
+		g := newSnowflake(t, c, "users")
+		waitLease(t, g, 5*time.Second)
+		if err := waitFor(5*time.Second, func() bool { return g.Stats().Renewed >= 2 }); err != nil {
+			t.Fatalf("no renewals: %+v", g.Stats())
+		}
+		ops := map[string]int{}
+		for _, s := range f.sentTimes() {
+			ops[s.op]++
+			if s.clientMs < start || s.clientMs > s.recvMs+1 || s.recvMs-s.clientMs > 1000 {
+				t.Fatalf("%s sent client_time_ms %d, received at %d (test started %d)", s.op, s.clientMs, s.recvMs, start)
+			}
+		}
+		if ops["acquire"] != 1 || ops["renew"] < 2 {
+			t.Fatalf("requests %v", ops)
+		}
+	})
+}
+
+// ceilMs is t in Unix ms, rounded up.
+func ceilMs(t time.Time) int64 {
+	return (t.UnixNano() + 999_999) / 1e6
+}
+
+// TestSnowflake_TimestampFloor_NoTickAtOrBelowIt: with 10 ms ticks and a
+// frozen clock shared with the stand-in, a grant's floor lies 25 ms ahead
+// of the clock. Next refuses (ErrClockMovedBackwards: more than the 10 ms
+// it waits out), and issues nothing while the clock is at the floor or in
+// the tick that contains it; the first ID it issues is of the first tick
+// that starts after the floor.
+func TestSnowflake_TimestampFloor_NoTickAtOrBelowIt(t *testing.T) {
+	noLeak(t)
+	clk := newFakeClock(false)
+	f := newLeaseStandIn(clk.True)
+	t.Cleanup(f.Close)
+	const tickMs = 10
+	f.addNamespace("users", 10*time.Second, 20*time.Second, func(n *api.Namespace) { n.TickMs = tickMs })
+	var floor int64
+	f.set(func(f *leaseStandIn) {
+		f.floorFor = func(_, nowMs int64) int64 {
+			floor = nowMs + 25
+			for (floor-api.DefaultEpochMs)%tickMs == 0 { // not on a tick's start: the tick that holds it must be skipped too
+				floor++
+			}
+			return floor
+		}
+	})
+	c := newClient(t, []string{f.URL()})
+	g := newSnowflake(t, c, "users", client.WithClock(clk))
+	l := waitLease(t, g, 5*time.Second)
+	if l.TimestampFloorMs != floor {
+		t.Fatalf("lease %+v; want the floor %d", l, floor)
+	}
+	_, err := g.Next(ctxFor(t, 5*time.Second))
+	if !errors.Is(err, client.ErrClockMovedBackwards) || !strings.Contains(err.Error(), "timestamp floor") {
+		t.Fatalf("Next 25 ms behind the floor: %v; want ErrClockMovedBackwards naming the floor", err)
+	}
+	// At the floor, and at the last nanosecond of the tick that holds it:
+	// the waits are short, so Next waits (for ever on a frozen clock).
+	above := api.DefaultEpochMs + ((floor-api.DefaultEpochMs)/tickMs+1)*tickMs
+	wall, _ := clk.Now()
+	clk.Advance(time.UnixMilli(floor).Sub(wall))
+	for _, step := range []time.Duration{0, time.Duration(above-floor)*time.Millisecond - 1} {
+		clk.Advance(step)
+		if id, err := g.Next(ctxFor(t, 50*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Next at %v (floor %d) = %d, %v; want it to wait", time.Unix(0, wallNs(clk)), floor, id, err)
+		}
+	}
+	clk.Advance(1) // the first tick that starts after the floor
+	id := mustNext(t, g)
+	if p := client.DecodeSnowflake(l.Layout, id); p.TimeMs != above || p.TimeMs <= floor || p.WorkerID != l.WorkerID {
+		t.Fatalf("first ID %d decodes to %+v; want the tick starting at %d, after the floor %d", id, p, above, floor)
+	}
+	if st := g.Stats(); st.Issued != 1 || st.ClockBackwardRefusals != 1 || st.ClockBackwardWaits == 0 || st.FloorGiveUps != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func wallNs(c *fakeClock) int64 {
+	w, _ := c.Now()
+	return w.UnixNano()
+}
+
+// TestSnowflake_TimestampFloorJustAhead_WaitedOut: a floor 5 ms ahead of the
+// clock (within WithMaxClockBackward) is waited out by Next.
+func TestSnowflake_TimestampFloorJustAhead_WaitedOut(t *testing.T) {
+	noLeak(t)
+	f := newLeaseStandIn(nil)
+	t.Cleanup(f.Close)
+	f.addNamespace("users", 10*time.Second, 20*time.Second, nil)
+	var floor int64
+	f.set(func(f *leaseStandIn) { f.floorFor = func(_, nowMs int64) int64 { floor = nowMs + 5; return floor } })
+	c := newClient(t, []string{f.URL()})
+	g := newSnowflake(t, c, "users")
+	l := waitLease(t, g, 5*time.Second)
+	id := mustNext(t, g)
+	if p := client.DecodeSnowflake(l.Layout, id); p.TimeMs <= floor {
+		t.Fatalf("ID %d decodes to %+v; want a time after the floor %d", id, p, floor)
+	}
+}
+
+// TestSnowflake_TimestampFloorOutOfReach_GivesTheLeaseBack: worker 0's floor
+// lies an hour ahead, past the lease's deadline: the generator releases it
+// at once and issues under worker 1, whose floor is fine.
+func TestSnowflake_TimestampFloorOutOfReach_GivesTheLeaseBack(t *testing.T) {
 	noLeak(t)
 	f := newLeaseStandIn(nil)
 	t.Cleanup(f.Close)
 	f.addNamespace("users", time.Second, 2*time.Second, nil)
-	f.set(func(f *leaseStandIn) { f.offset = -10 * time.Second })
+	f.set(func(f *leaseStandIn) {
+		f.floorFor = func(wk, nowMs int64) int64 {
+			if wk == 0 {
+				return nowMs + time.Hour.Milliseconds()
+			}
+			return 0
+		}
+	})
 	c := newClient(t, []string{f.URL()})
 	g := newSnowflake(t, c, "users")
-	if err := waitFor(5*time.Second, func() bool { _, ok := g.Lease(); return ok }); err != nil {
-		t.Fatal("no lease")
+	l := waitLease(t, g, 5*time.Second)
+	id := mustNext(t, g)
+	if p := client.DecodeSnowflake(l.Layout, id); l.WorkerID != 1 || p.WorkerID != 1 || l.TimestampFloorMs != 0 {
+		t.Fatalf("lease %+v, ID %+v; want worker 1", l, p)
 	}
-	if id, err := g.Next(ctxFor(t, 5*time.Second)); !errors.Is(err, client.ErrClockSkew) {
-		t.Fatalf("Next with a skewed clock = %d, %v; want ErrClockSkew", id, err)
+	st := g.Stats()
+	f.mu.Lock()
+	releases, grants := f.releases, len(f.grants)
+	released := f.leases["users"][0].ReleasedMs != 0
+	f.mu.Unlock()
+	if st.FloorGiveUps != 1 || st.Acquired != 1 || releases != 1 || grants != 2 || !released {
+		t.Fatalf("stats %+v; stand-in: %d releases, %d grants, worker 0 released: %v", st, releases, grants, released)
 	}
-	if st := g.Stats(); st.ClockSkewRefusals != 1 || st.Issued != 0 || !errors.Is(st.LastError, client.ErrClockSkew) {
+}
+
+// TestSnowflake_EveryFloorOutOfReach_KeepsTheFourthAndWaitsForTheClock:
+// every grant's floor lies 2 s ahead, past the deadline of a 1 s lease. The
+// generator gives back three leases in a row, then keeps the fourth and
+// refuses with ErrClockMovedBackwards until its clock has passed the floor
+// (its renewals meanwhile carry the deadline past it); then it issues IDs
+// above the floor under that worker id.
+func TestSnowflake_EveryFloorOutOfReach_KeepsTheFourthAndWaitsForTheClock(t *testing.T) {
+	noLeak(t)
+	f := newLeaseStandIn(nil)
+	t.Cleanup(f.Close)
+	f.addNamespace("users", time.Second, 2*time.Second, nil)
+	f.set(func(f *leaseStandIn) { f.floorFor = func(_, nowMs int64) int64 { return nowMs + 2000 } })
+	c := newClient(t, []string{f.URL()})
+	g := newSnowflake(t, c, "users", client.WithLeaseWait(5*time.Second))
+	l := waitLease(t, g, 5*time.Second)
+	if l.WorkerID != 3 || l.TimestampFloorMs == 0 || !l.Valid {
+		t.Fatalf("lease %+v; want worker 3 (0, 1 and 2 given back)", l)
+	}
+	_, err := g.Next(ctxFor(t, 5*time.Second))
+	if !errors.Is(err, client.ErrClockMovedBackwards) || !strings.Contains(err.Error(), "timestamp floor") {
+		t.Fatalf("Next under a floor 2 s ahead: %v; want ErrClockMovedBackwards naming the floor", err)
+	}
+	if st := g.Stats(); st.FloorGiveUps != 3 || st.Acquired != 1 || st.Issued != 0 || !errors.Is(st.LastError, client.ErrClockMovedBackwards) {
 		t.Fatalf("stats %+v", st)
 	}
-	f.set(func(f *leaseStandIn) { f.offset = 0 })
-	waitLease(t, g, 10*time.Second) // the next renewal finds the clocks agreeing
-	mustNext(t, g)
+	var id int64
+	if err := waitFor(10*time.Second, func() bool {
+		id, err = g.Next(ctxFor(t, 5*time.Second))
+		return err == nil
+	}); err != nil {
+		t.Fatalf("Next never issued after the clock passed the floor: %v; stats %+v", err, g.Stats())
+	}
+	if p := client.DecodeSnowflake(l.Layout, id); p.WorkerID != 3 || p.TimeMs <= l.TimestampFloorMs {
+		t.Fatalf("ID %d decodes to %+v; want worker 3 after the floor %d", id, p, l.TimestampFloorMs)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.releases != 3 {
+		t.Fatalf("%d releases; want 3", f.releases)
+	}
 }
 
 // TestSnowflake_NamespaceMissing_NoWorkerFree_TypedErrorsThenRecovers.
