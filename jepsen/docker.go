@@ -80,7 +80,7 @@ func newDockerBackend(cfg *config) (backend, error) {
 	b.image = cfg.Image
 	if b.image == "" {
 		b.image = "ticketd:jepsen"
-		if cfg.Faults != "" {
+		if cfg.faultsBuild() {
 			b.image = "ticketd:jepsen-faults"
 		}
 	}
@@ -145,7 +145,7 @@ func (b *dockerBackend) prepare(ctx context.Context) error {
 	cmd := exec.CommandContext(cctx, filepath.Join(b.cfg.root, "scripts", "docker-build.sh"))
 	cmd.Dir = b.cfg.root
 	cmd.Env = append(os.Environ(), "IMAGE="+b.image)
-	if b.cfg.Faults != "" {
+	if b.cfg.faultsBuild() {
 		cmd.Env = append(cmd.Env, "TAGS=ticketd_faults")
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {

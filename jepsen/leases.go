@@ -216,8 +216,8 @@ func (w *workload) leaseWorker(cl *Cluster, ns string, worker int, rnd *rand.Ran
 
 // leaseCycle acquires a lease with a fresh request id (retrying unknown
 // outcomes with the same id), half the time sends the same acquire again,
-// holds the lease a little and releases it (and any other lease a resend
-// got).
+// holds the lease for 20 ms up to --lease-hold and releases it (and any
+// other lease a resend got).
 func (w *workload) leaseCycle(cl *Cluster, ns string, worker, i int, rnd *rand.Rand, stop <-chan struct{}) bool {
 	tag := cl.name
 	if tag == "" {
@@ -235,7 +235,7 @@ func (w *workload) leaseCycle(cl *Cluster, ns string, worker, i int, rnd *rand.R
 			got = append(got, again)
 		}
 	}
-	sleepStop(stop, time.Duration(20+rnd.IntN(80))*time.Millisecond)
+	sleepStop(stop, time.Duration(20+rnd.IntN(max(int(w.cfg.LeaseHold.Milliseconds())-20, 1)))*time.Millisecond)
 	for _, l := range got {
 		w.releaseLease(cl, ns, worker, l, rnd)
 	}
@@ -261,7 +261,7 @@ func (w *workload) acquireLease(cl *Cluster, ns string, worker int, reqID string
 				o.Malformed = "undecodable: " + string(r.body)
 			} else {
 				wk := l.WorkerID
-				o.LeaseWorker, o.Token, o.ExpiresMs = &wk, l.Token, l.ExpiresMs
+				o.LeaseWorker, o.Token, o.ExpiresMs, o.TTLMs = &wk, l.Token, l.ExpiresMs, l.TTLMs
 				switch {
 				case l.Token == 0 || l.WorkerID < 0:
 					o.Malformed = fmt.Sprintf("lease of worker %d with token %d", l.WorkerID, l.Token)

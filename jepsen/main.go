@@ -72,6 +72,11 @@ type config struct {
 	SnowflakeRate    float64
 	SnowflakeCycle   time.Duration
 	LeaseWorkers     int
+	// LeaseHold is the longest a raw lease worker holds a lease before it
+	// releases it (each hold is drawn from 20 ms up to it).
+	LeaseHold time.Duration
+	// ClockSteps are the sizes the clock nemesis draws its steps from.
+	ClockSteps       []time.Duration
 	Migration        bool
 	MigrationAt      time.Duration
 	MigrationEvery   time.Duration
@@ -120,9 +125,10 @@ func run(args []string) int {
 	cfg := config{}
 	var nemeses, checkDir string
 	var seed int64
+	var err error
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "cluster size (3 or 5; any size >= 3 in process mode)")
 	fs.DurationVar(&cfg.TimeLimit, "time-limit", 5*time.Minute, "how long the workload and nemeses run (setup, final heal and checks come on top)")
-	fs.StringVar(&nemeses, "nemesis", "all", "comma-separated nemesis kinds, \"all\" or \"none\" (kinds: "+strings.Join(allKinds, ", ")+")")
+	fs.StringVar(&nemeses, "nemesis", "all", "comma-separated nemesis kinds and groups, \"all\" or \"none\"; -KIND leaves one out (\"all,-clock\") (kinds: "+strings.Join(allKinds, ", ")+"; clock needs, and makes the harness build, the faults build)")
 	fs.StringVar(&cfg.Schedule, "schedule", "cycle", "cycle: every selected kind once per cycle, in a random order; random: an independent random choice each time")
 	fs.IntVar(&cfg.Cycles, "cycles", 0, "with --schedule cycle, end the workload after this many full cycles (0: run until --time-limit)")
 	fs.DurationVar(&cfg.FaultMin, "fault-min", 2*time.Second, "shortest time a fault stays injected")
@@ -142,6 +148,8 @@ func run(args []string) int {
 	fs.Float64Var(&cfg.SnowflakeRate, "snowflake-rate", 200, "IDs per second each Snowflake generator issues (in bursts every 50 ms)")
 	fs.DurationVar(&cfg.SnowflakeCycle, "snowflake-cycle", 15*time.Second, "each Snowflake goroutine closes its generator (releasing its worker id) and starts a new one, a new holder, this often (0: never)")
 	fs.IntVar(&cfg.LeaseWorkers, "lease-workers", 2, "raw HTTP lease workers on namespace jep-lease (64 worker ids): acquire with a request id, retry unknown outcomes and sometimes resend with the same id, release")
+	fs.DurationVar(&cfg.LeaseHold, "lease-hold", 100*time.Millisecond, "a raw lease worker holds each lease for 20 ms up to this long (at most 2s, under the 3 s TTL) before releasing it: longer holds mean more leases held at any moment")
+	clockSteps := fs.String("clock-steps", joinDurations(clockSizes), "the sizes the clock nemesis steps a wall clock by, each forward or back (comma-separated durations, up to 24h)")
 	fs.BoolVar(&cfg.Migration, "migration", true, "back the main cluster up under load and restore it into a fresh cluster (process mode), once per run")
 	fs.DurationVar(&cfg.MigrationAt, "migration-at", 0, "when the migration starts, from the start of the workload (0: after the final heal)")
 	fs.DurationVar(&cfg.MigrationEvery, "migration-every", 0, "with --migration-at: migrate again this long after each migration ended, each time into another fresh cluster (at most 20 per run; 0: once)")
@@ -177,6 +185,10 @@ func run(args []string) int {
 	}
 	if checkDir != "" {
 		return recheck(checkDir, cfg.PorcupineWindow)
+	}
+	if cfg.ClockSteps, err = parseDurations(*clockSteps); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen: --clock-steps:", err)
+		return exitInconclusive
 	}
 	kinds, err := parseKinds(nemeses)
 	if err != nil {
@@ -243,6 +255,8 @@ func (c *config) validate() error {
 	switch {
 	case c.SnowflakeWorkers < 0 || c.LeaseWorkers < 0:
 		return errors.New("--snowflake-workers and --lease-workers must not be negative")
+	case c.LeaseHold <= 20*time.Millisecond || c.LeaseHold > 2*time.Second:
+		return errors.New("--lease-hold: want more than 20ms and at most 2s")
 	case c.SnowflakeWorkers > 0 && (c.SnowflakeRate < 20 || c.SnowflakeRate > 100_000):
 		return errors.New("--snowflake-rate: want 20..100000 IDs per second")
 	case c.Migration && (c.MigrationAdvance < 1 || c.MigrationNodes < 1 || c.MigrationNodes > 5 || c.MigrationPhase <= 0):
@@ -258,7 +272,15 @@ func (c *config) validate() error {
 
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks",
-	"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency"}
+	"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry"}
+
+// faultsBuild reports whether the nodes must run the faults build
+// (-tags ticketd_faults): a bug is planted, or the clock nemesis needs the
+// build's clock control (/unsafe/clock). Without --fault nothing is planted:
+// the clock control is then the only difference from a production build.
+func (c *config) faultsBuild() bool {
+	return c.Faults != "" || slices.Contains(c.Nemeses, "clock")
+}
 
 // repoRoot finds the directory of ticketd's go.mod from the working
 // directory up.

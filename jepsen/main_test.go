@@ -221,9 +221,9 @@ func TestCountSnapshots(t *testing.T) {
 
 func TestValidateFaultsAndNewWorkloads(t *testing.T) {
 	base := config{Nodes: 3, TimeLimit: time.Second, FaultMin: time.Second, FaultMax: time.Second, Schedule: "cycle", Net: "auto",
-		RawWorkers: 1, OpTimeout: time.Second, SnowflakeWorkers: 2, SnowflakeRate: 200, LeaseWorkers: 2,
+		RawWorkers: 1, OpTimeout: time.Second, SnowflakeWorkers: 2, SnowflakeRate: 200, LeaseWorkers: 2, LeaseHold: 100 * time.Millisecond,
 		Migration: true, MigrationAdvance: 1e12, MigrationNodes: 3, MigrationPhase: time.Second}
-	for _, f := range []string{"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "keep-blocks,skip-acquire-idempotency"} {
+	for _, f := range []string{"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "keep-blocks,skip-acquire-idempotency", "lease-wall-clock-expiry"} {
 		c := base
 		c.Faults = f
 		if err := c.validate(); err != nil {
@@ -235,6 +235,8 @@ func TestValidateFaultsAndNewWorkloads(t *testing.T) {
 		"negative leases": func(c *config) { c.LeaseWorkers = -1 },
 		"rate too low":    func(c *config) { c.SnowflakeRate = 1 },
 		"advance 0":       func(c *config) { c.MigrationAdvance = 0 },
+		"hold too long":   func(c *config) { c.LeaseHold = 3 * time.Second },
+		"hold too short":  func(c *config) { c.LeaseHold = 20 * time.Millisecond },
 	} {
 		c := base
 		mod(&c)

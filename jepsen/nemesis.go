@@ -35,6 +35,7 @@ var allKinds = []string{
 	"remove-isolated",        // cut a follower off, remove it, heal the network, retire it
 	"wipe-rejoin",            // SIGKILL a node, wipe its data, rejoin under a new ID
 	"leader-bounce",          // move leadership away from a node and back to it
+	"clock",                  // step wall clocks forward or back, seconds to hours (faults build)
 }
 
 // netKinds need network faults.
@@ -51,6 +52,10 @@ var kindGroups = map[string][]string{
 	"membership": {"member-add", "member-remove-follower", "member-remove-leader", "leader-transfer", "remove-isolated", "wipe-rejoin"},
 }
 
+// parseKinds reads --nemesis: "all", "none", or a comma-separated list of
+// kinds, groups and "all", where a leading "-" takes a kind or group out
+// again ("all,-clock": every kind but clock). "all" alone keeps the order
+// of allKinds; anything else comes out sorted.
 func parseKinds(s string) ([]string, error) {
 	switch strings.TrimSpace(s) {
 	case "all":
@@ -58,20 +63,35 @@ func parseKinds(s string) ([]string, error) {
 	case "none", "":
 		return nil, nil
 	}
-	var out []string
-	for _, k := range strings.Split(s, ",") {
-		k = strings.TrimSpace(k)
-		if g, ok := kindGroups[k]; ok {
-			out = append(out, g...)
-			continue
+	set := map[string]bool{}
+	for _, tok := range strings.Split(s, ",") {
+		tok = strings.TrimSpace(tok)
+		name, drop := strings.CutPrefix(tok, "-")
+		var ks []string
+		switch g, ok := kindGroups[name]; {
+		case name == "all":
+			ks = allKinds
+		case ok:
+			ks = g
+		case slices.Contains(allKinds, name):
+			ks = []string{name}
+		default:
+			return nil, fmt.Errorf("--nemesis: unknown kind %q (kinds: %s; groups: kill, partition, link, membership; all; -KIND leaves one out)", tok, strings.Join(allKinds, ", "))
 		}
-		if !slices.Contains(allKinds, k) {
-			return nil, fmt.Errorf("--nemesis: unknown kind %q (kinds: %s; groups: kill, partition, link, membership)", k, strings.Join(allKinds, ", "))
+		for _, k := range ks {
+			if drop {
+				delete(set, k)
+			} else {
+				set[k] = true
+			}
 		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
 		out = append(out, k)
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return out, nil
 }
 
 // nemesis injects faults one at a time: inject, hold, heal, wait for the
@@ -84,6 +104,9 @@ type nemesis struct {
 	rnd   *rand.Rand
 	log   func(string, ...any)
 	queue uint16
+	// clocks: the clock kind runs, so every heal sets the nodes' wall
+	// clocks back to 0 (set once the nodes' clock control was checked).
+	clocks bool
 	// skipped lists selected kinds that cannot run here, with the reason.
 	skipped map[string]string
 }
@@ -176,12 +199,15 @@ func (m *nemesis) run(ctx context.Context, kind string) {
 }
 
 // hold keeps a fault injected for a random time in [FaultMin, FaultMax].
-func (m *nemesis) hold(ctx context.Context) {
+func (m *nemesis) hold(ctx context.Context) { sleepCtx(ctx, m.holdFor()) }
+
+// holdFor draws how long a fault stays injected: [FaultMin, FaultMax].
+func (m *nemesis) holdFor() time.Duration {
 	d := m.cfg.FaultMin
 	if span := m.cfg.FaultMax - m.cfg.FaultMin; span > 0 {
 		d += time.Duration(m.rnd.Int64N(int64(span) + 1))
 	}
-	sleepCtx(ctx, d)
+	return d
 }
 
 func (m *nemesis) healed(ev *checker.Nemesis) { ev.Healed = m.rec.now() }
@@ -489,6 +515,9 @@ func (m *nemesis) inject(ctx context.Context, kind string, ev *checker.Nemesis) 
 
 	case "leader-bounce":
 		return m.leaderBounce(ctx, ev)
+
+	case "clock":
+		return m.clockFault(ctx, ev)
 	}
 	return fmt.Errorf("unknown nemesis %q", kind)
 }
@@ -554,6 +583,9 @@ func (m *nemesis) healAll(ctx context.Context) error {
 		if m.c.b.alive(n) && n.isPaused() {
 			errs = append(errs, m.c.b.signal(n, syscall.SIGCONT))
 		}
+	}
+	if m.clocks {
+		errs = append(errs, m.c.resetClocks(ctx))
 	}
 	for _, n := range m.c.Members() {
 		if !m.c.b.alive(n) && !n.isWiped() {

@@ -82,12 +82,12 @@ func (b *procBackend) prepare(ctx context.Context) error {
 	}
 	name := "ticketd"
 	args := []string{"build", "-o"}
-	if b.cfg.Faults != "" {
+	if b.cfg.faultsBuild() {
 		name = "ticketd-faults"
 	}
 	out := filepath.Join(b.cfg.root, "build", "jepsen", name)
 	args = append(args, out)
-	if b.cfg.Faults != "" {
+	if b.cfg.faultsBuild() {
 		args = append(args, "-tags", "ticketd_faults")
 	}
 	args = append(args, "./cmd/ticketd")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type runInfo struct {
 	Skipped         map[string]string `json:"skipped_nemeses,omitempty"`
 	NotRun          []string          `json:"kinds_not_run,omitempty"`
 	Faults          string            `json:"faults,omitempty"`
+	FaultsBuild     bool              `json:"faults_build,omitempty"` // a planted bug, or the clock nemesis's clock control
 	Started         time.Time         `json:"started"`
 	WorkloadSeconds float64           `json:"workload_seconds"`
 	TotalSeconds    float64           `json:"total_seconds"`
@@ -143,10 +145,22 @@ func execute(ctx context.Context, cfg *config) int {
 	for k, why := range nem.skipped {
 		logf("nemesis %s skipped: %s", k, why)
 	}
+	var clockNote string
+	if slices.Contains(kinds, "clock") {
+		// Before anything runs: a node without the clock control would
+		// make the clock nemesis a silent no-op.
+		note, err := c.checkClockControl(ctx)
+		if err != nil {
+			logf("%v", err)
+			return exitInconclusive
+		}
+		nem.clocks, clockNote = true, note
+		logf("%s", note)
+	}
 	info := runInfo{
 		Mode: map[bool]string{true: "docker", false: "process"}[cfg.Docker], Backend: b.name(), Nodes: cfg.Nodes,
 		Seed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Schedule: cfg.Schedule, Nemeses: kinds, Skipped: nem.skipped,
-		Faults: cfg.Faults, Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
+		Faults: cfg.Faults, FaultsBuild: cfg.faultsBuild(), Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
 		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers,
 			"sdk": cfg.SDKWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers},
 	}
@@ -159,7 +173,7 @@ func execute(ctx context.Context, cfg *config) int {
 	logf("workload: %d raw, %d small-sequence, %d read, %d read-after-write, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
 		cfg.RawWorkers, cfg.SmallWorkers, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
 	w.start(runCtx, cfg.Seed)
-	for _, n := range []string{w.sdkNote, w.sfNote} {
+	for _, n := range []string{w.sdkNote, w.sfNote, clockNote} {
 		if n != "" {
 			info.Notes = append(info.Notes, n)
 		}

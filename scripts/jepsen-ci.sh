@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CI schedule of the fault-injection suite: 5 local ticketd processes in
 # per-node network namespaces, every nemesis kind once (one cycle, 2-3 s per
-# fault) under every workload (sequences, SDK, Snowflake generators, raw
-# leases), then the final heal, the migration (backup under load, restore
+# fault; the clock kind makes the harness run the faults build, with nothing
+# planted, for its /unsafe/clock control) under every workload (sequences,
+# SDK, Snowflake generators, raw leases), then the final heal, the migration (backup under load, restore
 # into a fresh 3-node cluster, a second restore that must be refused) and
 # every checker. Bounded to under 5 minutes of wall clock; exits non-zero if
 # the history is invalid (1) or the run was inconclusive (2); a nemesis kind

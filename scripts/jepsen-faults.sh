@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all seven
+#   scripts/jepsen-faults.sh                       # all eight
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -13,7 +13,7 @@ source "$(dirname "$0")/jepsen-lib.sh"
 jepsen_require_root
 faults=("$@")
 (( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks skip-barrier
-  restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency)
+  restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -58,6 +58,16 @@ for f in "${faults[@]}"; do
     # The lease workers resend half of their successful acquires with the
     # same request id at once; no nemesis is needed.
     skip-acquire-idempotency) prof=(--nemesis none) ;;
+    # Lease expiry decided by wall-clock stamps again (before issue #18):
+    # the clock nemesis steps the leader's wall clock forward past a TTL
+    # plus recycle delay, the next entry it stamps makes every lease look
+    # expired, and the next acquires get worker ids that are still held.
+    # Six raw lease workers holding each lease up to 2 s keep several ids
+    # held at any moment; the Snowflake generators run beside them. Steps
+    # of 10 s to 2 min only: the cluster's lease stamps never go back, so
+    # after a step of hours only a still larger one could bite again; after
+    # these, real time catches up within the run.
+    lease-wall-clock-expiry) prof=(--nemesis clock --clock-steps 10s,30s,2m --lease-workers 6 --lease-hold 2s --snowflake-workers 2 --fault-min 2s --fault-max 3s) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac
   JEPSEN_WAIT_IDLE=${JEPSEN_WAIT_IDLE:-300} jepsen_wait_idle
@@ -70,9 +80,9 @@ for f in "${faults[@]}"; do
   det=$(grep -o '"detected_at_ms": [0-9.]*' "$dir/$f/results.json" 2>/dev/null | awk '{print $2/1000 " s"}' || true)
   first=$(grep -o '"first_violation_ms": [0-9.]*' "$dir/$f/results.json" 2>/dev/null | awk '{print $2/1000 " s"}' || true)
   if [[ $code == 1 ]]; then
-    printf '%-18s CAUGHT  first violation at %s, run stopped at %s\n' "$f" "${first:-?}" "${det:-?}" | tee -a "$dir/summary.txt"
+    printf '%-24s CAUGHT  first violation at %s, run stopped at %s\n' "$f" "${first:-?}" "${det:-?}" | tee -a "$dir/summary.txt"
   else
-    printf '%-18s NOT CAUGHT within %s (exit %s)\n' "$f" "$limit" "$code" | tee -a "$dir/summary.txt"
+    printf '%-24s NOT CAUGHT within %s (exit %s)\n' "$f" "$limit" "$code" | tee -a "$dir/summary.txt"
     failed=1
   fi
 done

@@ -97,13 +97,18 @@ type Op struct {
 	Migration string `json:"migration,omitempty"`
 	// Leases: the request id of an acquire, the worker id and token of
 	// its answer (or of the lease a release gives back), the lease's
-	// expiry on the cluster's clock, and the harness's wall clock (Unix
-	// ms) at invocation, to compare with it.
+	// expiry on the cluster's clock, the harness's wall clock (Unix ms)
+	// at invocation, and the lease's TTL. The checks time a lease by the
+	// TTL from its request's first invocation, on the harness's own clock;
+	// histories written before TTLMs was recorded fall back to comparing
+	// ExpiresMs with WallMs, which a stepped server clock makes
+	// meaningless.
 	RequestID   string `json:"request_id,omitempty"`
 	LeaseWorker *int64 `json:"lease_worker,omitempty"`
 	Token       uint64 `json:"token,omitempty"`
 	ExpiresMs   int64  `json:"expires_ms,omitempty"`
 	WallMs      int64  `json:"wall_ms,omitempty"`
+	TTLMs       int64  `json:"ttl_ms,omitempty"`
 	Resend      bool   `json:"resend,omitempty"`
 	Attempt     int    `json:"attempt,omitempty"`
 	// IDs are a snowflake op's IDs; SeqBits and WorkerBits the

@@ -40,10 +40,28 @@ func (vs *violations) verdict() (bool, []Violation, float64) {
 	return false, vs.examples, ms(vs.first)
 }
 
-// grantSlack is how far the harness's wall clock and the cluster's may
-// disagree (same host: they are one clock, up to the time the answer took
-// to be read) when judging whether a lease was still held.
+// grantSlack is the margin, when judging whether a lease was still held,
+// for the server's timers (and, in old histories judged by expires_ms, for
+// the harness's wall clock against the cluster's: same host, one clock, up
+// to the time the answer took to be read).
 const grantSlack = 100 // ms
+
+// heldAt reports whether g's lease was certainly still held at at (ns on
+// the run's monotonic clock; atWall is the harness's wall clock then, in
+// ms), and for how many ms more. A lease lasts its TTL from the request
+// that granted it, and that request was sent no earlier than the request
+// id's first attempt; so, whatever any server's wall clock reads, it is
+// held at least until that attempt's invocation plus the TTL (a new leader
+// may only make it last longer). Histories without the TTL fall back to
+// the lease's expires_ms on the cluster's clock.
+func (g *grant) heldAt(at, atWall int64) (bool, float64) {
+	if ttl := g.ref.TTLMs; ttl > 0 {
+		left := ms(g.firstInvoke+ttl*1_000_000-at) - grantSlack
+		return left > 0, left + grantSlack
+	}
+	left := g.ref.ExpiresMs - atWall - grantSlack
+	return left > 0, float64(left + grantSlack)
+}
 
 // LeaseResult: lease acquires were idempotent per request id, and tokens only
 // grew in real time.
@@ -92,17 +110,20 @@ func clusterName(c string) string {
 //
 //   - idempotency: every ok answer to one request id names the same worker
 //     id and token as its first ok answer, as long as that lease was still
-//     held when the later answer was made (it completed before the first
-//     answer's expires_ms); the harness never releases a lease before it is
-//     done sending its request id;
+//     held when the later answer was made (it completed within the TTL of
+//     the request id's first attempt: see heldAt); the harness never
+//     releases a lease before it is done sending its request id;
 //   - tokens only grow: a grant whose request id was first sent after
 //     another grant of the same namespace had been answered ok has a
 //     strictly greater token;
 //   - one holder per worker id: a grant of worker id w must not complete
 //     while another request id certainly holds w: that one was answered
-//     ok before the new request id was first sent, its lease had not
-//     expired (expires_ms) when the new grant completed, and its release
+//     ok before the new request id was first sent, its lease could not
+//     have expired when the new grant completed (heldAt), and its release
 //     had not been sent yet.
+//
+// No check reads a server's wall clock (except in histories recorded
+// before the TTL was): the clock nemesis steps them.
 func CheckLeases(ops []Op) LeaseResult {
 	r := LeaseResult{Valid: true}
 	vs := newViolations()
@@ -161,14 +182,15 @@ func CheckLeases(ops []Op) LeaseResult {
 			if o.worker() == g.ref.worker() && o.Token == g.ref.Token {
 				continue
 			}
-			if wallComplete(o)+grantSlack >= g.ref.ExpiresMs {
+			held, left := g.heldAt(o.Complete, wallComplete(o))
+			if !held {
 				continue // the first lease may have expired: a new one is allowed
 			}
 			r.NotIdempotent++
 			b := ref(g.ref)
 			note(o.Complete, Violation{Seq: o.Seq, A: ref(o), B: &b, Detail: fmt.Sprintf(
-				"%s cluster: request id %q was answered worker %d token %d, then (%.0f ms before that lease expired) worker %d token %d",
-				clusterName(o.Cluster), o.RequestID, g.ref.worker(), g.ref.Token, float64(g.ref.ExpiresMs-wallComplete(o)), o.worker(), o.Token)})
+				"%s cluster: request id %q was answered worker %d token %d, then (%.0f ms before that lease could expire) worker %d token %d",
+				clusterName(o.Cluster), o.RequestID, g.ref.worker(), g.ref.Token, left, o.worker(), o.Token)})
 		}
 	}
 	r.Grants = len(grants)
@@ -183,17 +205,18 @@ func CheckLeases(ops []Op) LeaseResult {
 		sort.Slice(gs, func(i, j int) bool { return gs[i].okComplete < gs[j].okComplete })
 		for j, b := range gs {
 			for _, a := range gs[:j] {
-				held := a.okComplete < b.firstInvoke && // a held w before b was asked for
-					wallComplete(b.ref)+grantSlack < a.ref.ExpiresMs && // a had not expired when b was granted
-					(a.releasedAt < 0 || a.releasedAt > b.okComplete) // nor been released
+				// a held w before b was asked for, could not have expired
+				// when b was granted, and had not been released.
+				live, left := a.heldAt(b.okComplete, wallComplete(b.ref))
+				held := a.okComplete < b.firstInvoke && live && (a.releasedAt < 0 || a.releasedAt > b.okComplete)
 				if !held {
 					continue
 				}
 				r.DoubleGrants++
 				bb := ref(a.ref)
 				note(b.okComplete, Violation{Seq: b.ref.Seq, A: ref(b.ref), B: &bb, Detail: fmt.Sprintf(
-					"%s cluster: worker %d was granted to request %q (token %d) while request %q still held it (token %d, %.0f ms before it expired, not released)",
-					clusterName(b.ref.Cluster), b.ref.worker(), b.ref.RequestID, b.ref.Token, a.ref.RequestID, a.ref.Token, float64(a.ref.ExpiresMs-wallComplete(b.ref)))})
+					"%s cluster: worker %d was granted to request %q (token %d) while request %q still held it (token %d, %.0f ms before it could expire, not released)",
+					clusterName(b.ref.Cluster), b.ref.worker(), b.ref.RequestID, b.ref.Token, a.ref.RequestID, a.ref.Token, left)})
 				break
 			}
 		}

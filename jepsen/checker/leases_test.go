@@ -326,3 +326,42 @@ func TestLeases_PlantedDoubleGrant(t *testing.T) {
 		t.Fatalf("overlapping requests counted as a double grant: %+v", r)
 	}
 }
+
+// TestLeases_HeldByTTLNotByServerClock: with the TTL recorded, whether a
+// lease was still held is timed on the harness's clock from the request's
+// first attempt, whatever the expires_ms a stepped server clock wrote.
+func TestLeases_HeldByTTLNotByServerClock(t *testing.T) {
+	withTTL := func(o Op, skewMs int64) Op {
+		o.TTLMs = 3000
+		o.ExpiresMs += skewMs
+		return o
+	}
+	const hour = 3_600_000
+	// The leader's clock an hour behind: its expires_ms lie in the past,
+	// yet worker 3 was granted again 10 ms later, unreleased: caught.
+	ops := []Op{withTTL(acq(1, "", "ns", "r1", 0, 5, 3, 10), -hour), withTTL(acq(2, "", "ns", "r2", 10, 15, 3, 11), -hour)}
+	if r := CheckLeases(ops); r.Valid || r.DoubleGrants != 1 {
+		t.Fatalf("double grant under a clock behind not caught: %+v", r)
+	}
+	a := withTTL(acq(1, "", "ns", "r1", 0, 5, 3, 10), -hour)
+	if r := CheckLeases([]Op{a, resend(a, 6, 8, 4, 11)}); r.Valid || r.NotIdempotent != 1 {
+		t.Fatalf("second lease for one request id under a clock behind not caught: %+v", r)
+	}
+	// An hour ahead: expires_ms far in the future, but the TTL has passed
+	// on the harness's clock (3000 ms after the first attempt at 0 ms), so
+	// a new grant of the same worker id and a new lease for a late resend
+	// are allowed.
+	a = withTTL(acq(1, "", "ns", "r1", 0, 5, 3, 10), hour)
+	ops = []Op{a, withTTL(acq(2, "", "ns", "r2", 3200, 3205, 3, 11), hour), resend(a, 3300, 3310, 5, 12)}
+	if r := CheckLeases(ops); !r.Valid {
+		t.Fatalf("grants after the TTL judged invalid under a clock ahead: %+v", r.Examples)
+	}
+	// The TTL counts from the request id's first attempt, not from the
+	// attempt that was answered: an unknown first attempt at 0 ms, the ok
+	// retry at 2000 ms; a grant of the same worker at 3150 ms is allowed.
+	retry := withTTL(acq(1, "", "ns", "r1", 2000, 2005, 3, 10), 0)
+	ops = []Op{unknownAcq(0, "ns", "r1", 0, 1999), retry, withTTL(acq(2, "", "ns", "r2", 3100, 3150, 3, 11), 0)}
+	if r := CheckLeases(ops); !r.Valid {
+		t.Fatalf("grant after the TTL of the first attempt judged invalid: %+v", r.Examples)
+	}
+}
