@@ -107,6 +107,8 @@ type Server struct {
 	issuer *issuer.Issuer
 	lessor *lessor.Lessor
 	opened chan struct{} // closed once node is set: the lessor may start before Open returns
+	// newConns are API connections that have not carried a request yet.
+	newConns newConns
 	api    *httpapi.Service
 	http   *http.Server
 	ln     net.Listener
@@ -205,6 +207,7 @@ func Start(cfg Config) (*Server, error) {
 		Unsafe:           cfg.UnsafeHandler,
 	})
 	s.http = &http.Server{
+		ConnState:         s.newConns.track,
 		Handler:           s.api.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       cfg.HTTPReadTimeout,
@@ -250,7 +253,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				s.log.Warn("leadership transfer failed", "err", terr)
 			}
 		}
+		stopSweep := s.newConns.sweep()
 		herr := s.http.Shutdown(ctx)
+		stopSweep()
 		if herr != nil {
 			_ = s.http.Close()
 		}
@@ -526,4 +531,64 @@ func (st store) Ready() error {
 		return errors.New("this node's API address is not registered with the cluster yet")
 	}
 	return nil
+}
+
+// newConns tracks the API connections that have not carried a request yet,
+// so that a graceful shutdown can close them. net/http's Shutdown waits up to
+// 5 s for such a connection to become idle (golang/go#21204, #22682), and
+// Go's own http.Transport leaves them behind: it parks a connection it
+// dialed but no longer needed in its idle pool, unused. A shutdown then took
+// 5 s and missed its deadline whenever a client had done so.
+type newConns struct {
+	mu    sync.Mutex
+	since map[net.Conn]time.Time
+}
+
+// newConnGrace is how long a new connection may stay silent during a
+// shutdown before it is closed: enough for a request already sent to be
+// read (it is then served), far below net/http's 5 s.
+const newConnGrace = 250 * time.Millisecond
+
+func (nc *newConns) track(c net.Conn, st http.ConnState) {
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	if st == http.StateNew {
+		if nc.since == nil {
+			nc.since = map[net.Conn]time.Time{}
+		}
+		nc.since[c] = time.Now()
+		return
+	}
+	delete(nc.since, c)
+}
+
+// sweep closes, until the returned function is called, every connection
+// that has carried no request for newConnGrace.
+func (nc *newConns) sweep() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(newConnGrace / 5)
+		defer t.Stop()
+		for {
+			nc.mu.Lock()
+			for c, at := range nc.since {
+				if time.Since(at) >= newConnGrace {
+					_ = c.Close()
+					delete(nc.since, c)
+				}
+			}
+			nc.mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }

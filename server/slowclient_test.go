@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -35,4 +37,26 @@ func TestLimits_SlowBody_CannotHoldASlot(t *testing.T) {
 		r, st, err := testcluster.Reserve(n, "orders", 1)
 		return err == nil && st == http.StatusOK && r.First > 0
 	})
+}
+
+// A connection that was opened but never carried a request (Go's
+// http.Transport parks such connections in its idle pool when another one
+// freed up first) must not hold up a graceful shutdown: net/http's Shutdown
+// waits up to 5 s for connections in StateNew (golang/go#21204, #22682),
+// which made `ticketd` exit 1 on SIGTERM with a 5 s shutdown timeout.
+func TestShutdown_ConnectionWithoutARequest_DoesNotDelayIt(t *testing.T) {
+	tc := testcluster.New(t, 1, nil)
+	n := tc.Running()[0]
+	conn, err := net.Dial("tcp", n.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(100 * time.Millisecond) // accepted by the server
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := n.Srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an idle new connection open: %v after %v", err, time.Since(start))
+	}
 }
