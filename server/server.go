@@ -109,11 +109,11 @@ type Server struct {
 	opened chan struct{} // closed once node is set: the lessor may start before Open returns
 	// newConns are API connections that have not carried a request yet.
 	newConns newConns
-	api    *httpapi.Service
-	http   *http.Server
-	ln     net.Listener
-	client *http.Client
-	scheme string // of every node's API: http or https
+	api      *httpapi.Service
+	http     *http.Server
+	ln       net.Listener
+	client   *http.Client
+	scheme   string // of every node's API: http or https
 
 	stop     chan struct{}
 	stopCtx  context.Context // cancelled when stop closes, for outgoing calls
