@@ -148,7 +148,9 @@ func (f *FSM) free(l *Lease, ns *Namespace, now int64) bool {
 	return l.State == LeaseFree
 }
 
-func (f *FSM) heldLease(ns string, worker int64, token uint64, now int64) (*Lease, error) {
+// leaseWithToken finds the latest lease of a worker id if its token is
+// token (any token for 0, an operator's revoke), held or not.
+func (f *FSM) leaseWithToken(ns string, worker int64, token uint64) (*Lease, error) {
 	leases, ok := f.leases[ns]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNamespaceNotFound, ns)
@@ -156,6 +158,14 @@ func (f *FSM) heldLease(ns string, worker int64, token uint64, now int64) (*Leas
 	l, ok := leases[worker]
 	if !ok || (token != 0 && l.Token != token) {
 		return nil, fmt.Errorf("%w: worker %d of %q is not held with token %d", ErrLeaseLost, worker, ns, token)
+	}
+	return l, nil
+}
+
+func (f *FSM) heldLease(ns string, worker int64, token uint64, now int64) (*Lease, error) {
+	l, err := f.leaseWithToken(ns, worker, token)
+	if err != nil {
+		return nil, err
 	}
 	if !f.held(l, now) {
 		return nil, fmt.Errorf("%w: worker %d of %q %s", ErrLeaseLost, worker, ns, l.EndReason)

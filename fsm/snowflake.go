@@ -374,13 +374,9 @@ func (l *Lease) bound(clientMs, ttlMs int64) {
 }
 
 func (f *FSM) legacyHeldLease(ns string, worker int64, token uint64, now int64) (*Lease, error) {
-	leases, ok := f.leases[ns]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNamespaceNotFound, ns)
-	}
-	l, ok := leases[worker]
-	if !ok || (token != 0 && l.Token != token) {
-		return nil, fmt.Errorf("%w: worker %d of %q is not held with token %d", ErrLeaseLost, worker, ns, token)
+	l, err := f.leaseWithToken(ns, worker, token)
+	if err != nil {
+		return nil, err
 	}
 	if !l.Active(now) {
 		return nil, fmt.Errorf("%w: worker %d of %q ended at %d (now %d)", ErrLeaseLost, worker, ns, l.EndMs(), now)

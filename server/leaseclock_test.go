@@ -39,6 +39,19 @@ func (c *offsetClocks) step(id string, d time.Duration) {
 	c.offsets[id].Add(int64(d))
 }
 
+// leaseTheOnlyWorker creates namespace users with one worker id (2 s TTL,
+// 2 s recycle delay) and leases it to proc-a on the leader.
+func leaseTheOnlyWorker(t *testing.T, tc *testcluster.Cluster) (*testcluster.Node, api.Lease) {
+	t.Helper()
+	createNamespace(t, tc, "users", api.NamespaceRequest{MaxWorkers: i64(1), LeaseTTLMs: i64(2000), RecycleDelayMs: i64(2000)})
+	leader := tc.Leader(10 * time.Second)
+	a, st := acquire(t, tc, leader, "users", "proc-a")
+	if st != http.StatusCreated {
+		t.Fatalf("acquire: %d", st)
+	}
+	return leader, a
+}
+
 // A leader whose wall clock jumps an hour ahead must not grant a worker id
 // that a live holder keeps renewing: lease time is the leader's elapsed
 // monotonic time, not its wall clock. When the holder stops renewing, the
@@ -46,13 +59,8 @@ func (c *offsetClocks) step(id string, d time.Duration) {
 func TestLeases_LeaderClockJumpsAnHour_GrantsNoWorkerIDInUse(t *testing.T) {
 	clocks := newOffsetClocks()
 	tc := testcluster.New(t, 3, clocks.tweak)
-	i64 := func(v int64) *int64 { return &v }
-	createNamespace(t, tc, "users", api.NamespaceRequest{MaxWorkers: i64(1), LeaseTTLMs: i64(2000), RecycleDelayMs: i64(2000)})
-	leader := tc.Leader(10 * time.Second)
-	a, st := acquire(t, tc, leader, "users", "proc-a")
-	if st != http.StatusCreated {
-		t.Fatalf("acquire: %d", st)
-	}
+	leader, a := leaseTheOnlyWorker(t, tc)
+	var st int
 	clocks.step(leader.ID, time.Hour)
 
 	// proc-a renews every TTL/4 for three TTLs; proc-b tries to get a
@@ -92,13 +100,8 @@ func TestLeases_LeaderClockJumpsAnHour_GrantsNoWorkerIDInUse(t *testing.T) {
 // after the failover, never less.
 func TestLeases_NewLeaderRestartsEveryLeaseWithAFullTTL(t *testing.T) {
 	tc := testcluster.New(t, 3, nil)
-	i64 := func(v int64) *int64 { return &v }
-	createNamespace(t, tc, "users", api.NamespaceRequest{MaxWorkers: i64(1), LeaseTTLMs: i64(2000), RecycleDelayMs: i64(2000)})
-	old := tc.Leader(10 * time.Second)
-	a, st := acquire(t, tc, old, "users", "proc-a")
-	if st != http.StatusCreated {
-		t.Fatalf("acquire: %d", st)
-	}
+	old, a := leaseTheOnlyWorker(t, tc)
+	var st int
 	if _, prob, st := renew(t, tc, old, a); st != http.StatusOK {
 		t.Fatalf("renew: %d %+v", st, prob)
 	}
