@@ -633,9 +633,7 @@ func TestCluster_Snowflake_LostAcquireAnswer_RetryGetsTheSameLease(t *testing.T)
 // with a timestamp floor above every timestamp a used, an hour ahead of b's
 // clock and past b's lease deadline: b gives the lease back three times (the
 // only id comes back each time after its rest), keeps the fourth and refuses
-// with ErrClockMovedBackwards rather than issue an ID below a's. (A cluster
-// that sends no floor is logged, not failed: this test also runs while the
-// server side of #18 is being written.)
+// with ErrClockMovedBackwards rather than issue an ID below a's.
 func TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
@@ -665,10 +663,6 @@ func TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt(t *testi
 
 	b := newSnowflake(t, newClient(t, urls), "users", client.WithHolder("b"))
 	lb := waitLease(t, b, 30*time.Second)
-	if lb.TimestampFloorMs == 0 {
-		t.Logf("the cluster handed out no timestamp floor (server without #18); b: %+v", b.Stats())
-		return
-	}
 	if lb.WorkerID != la.WorkerID || lb.TimestampFloorMs <= maxA {
 		t.Fatalf("b's lease %+v; want worker %d with a floor above a's last timestamp %d", lb, la.WorkerID, maxA)
 	}
