@@ -25,6 +25,23 @@ func i64p(v int64) *int64 { return &v }
 
 // allURLs lists every node of the cluster, running or not, so that a
 // client keeps them all across kills and restarts.
+// snowflakeCluster starts a 3-node cluster (skipped under -short) and
+// creates a namespace on it; ctx ends after timeout.
+func snowflakeCluster(t *testing.T, timeout time.Duration, ns string, req api.NamespaceRequest) (*testcluster.Cluster, []string, *client.Client, context.Context) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	tc := testcluster.New(t, 3, nil)
+	urls := allURLs(tc, 3)
+	admin := newClient(t, urls)
+	ctx := ctxFor(t, timeout)
+	if _, _, err := admin.CreateNamespace(ctx, ns, req); err != nil {
+		t.Fatal(err)
+	}
+	return tc, urls, admin, ctx
+}
+
 func allURLs(tc *testcluster.Cluster, n int) []string {
 	var out []string
 	for i := 1; i <= n; i++ {
@@ -170,18 +187,9 @@ func runGenerator(t *testing.T, g *client.Snowflake, tr *idTracker, stop *atomic
 // worker id over overlapping timestamps, each one's IDs strictly increase,
 // and the cluster's uniqueness probe stays clean.
 func TestCluster_Snowflake_NeverShareAWorkerID_AcrossExpiryFailoverAndFullRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	tc := testcluster.New(t, 3, nil)
-	urls := allURLs(tc, 3)
-	admin := newClient(t, urls)
-	ctx := ctxFor(t, 120*time.Second)
 	// TTL 1 s (the least the server allows), recycle 2 s, 3 worker ids:
 	// the cut-off generator's id is the only one free for a newcomer.
-	if _, _, err := admin.CreateNamespace(ctx, "users", api.NamespaceRequest{MaxWorkers: i64p(3), LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(2000)}); err != nil {
-		t.Fatal(err)
-	}
+	tc, urls, _, _ := snowflakeCluster(t, 120*time.Second, "users", api.NamespaceRequest{MaxWorkers: i64p(3), LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(2000)})
 	cut := &blockable{next: http.DefaultTransport.(*http.Transport).Clone()}
 	t.Cleanup(cut.next.(*http.Transport).CloseIdleConnections)
 	clients := []*client.Client{newClient(t, urls), newClient(t, urls), newClient(t, urls, client.WithHTTPClient(&http.Client{Transport: cut}))}
@@ -361,17 +369,8 @@ func TestCluster_Snowflake_NeverShareAWorkerID_AcrossExpiryFailoverAndFullRestar
 // successful renewal was sent before the revocation), every ID b issues
 // under it one above b's grant, so none can be equal.
 func TestCluster_Snowflake_RevokedGenerator_StopsBeforeTheIDIsReissued(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	tc := testcluster.New(t, 3, nil)
-	urls := allURLs(tc, 3)
-	admin := newClient(t, urls)
-	ctx := ctxFor(t, 60*time.Second)
 	const ttl, recycle = 2000, 4000 // 2 s: robust to a busy machine; the revoke lands on a held lease
-	if _, _, err := admin.CreateNamespace(ctx, "users", api.NamespaceRequest{MaxWorkers: i64p(2), LeaseTTLMs: i64p(ttl), RecycleDelayMs: i64p(recycle)}); err != nil {
-		t.Fatal(err)
-	}
+	tc, urls, admin, ctx := snowflakeCluster(t, 60*time.Second, "users", api.NamespaceRequest{MaxWorkers: i64p(2), LeaseTTLMs: i64p(ttl), RecycleDelayMs: i64p(recycle)})
 	a := newSnowflake(t, newClient(t, urls), "users", client.WithHolder("a"))
 	la := waitLease(t, a, 20*time.Second)
 	tra := &idTracker{name: "a", layout: la.Layout}
@@ -460,19 +459,10 @@ func TestCluster_Snowflake_RevokedGenerator_StopsBeforeTheIDIsReissued(t *testin
 // memory per generator. A sample of IDs round-trips through the server's
 // inspect endpoint, which names the holder.
 func TestCluster_Snowflake_TenGeneratorsMillionIDsEach_NoDuplicate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	tc := testcluster.New(t, 3, nil)
-	urls := allURLs(tc, 3)
-	admin := newClient(t, urls)
-	ctx := ctxFor(t, 180*time.Second)
 	// 10 s leases: a renewal every 3.3 s during the run. (The claim here is
 	// uniqueness: a lease that lapses on this busy machine is waited for and
 	// the run goes on, under whatever worker id comes next.)
-	if _, _, err := admin.CreateNamespace(ctx, "orders", api.NamespaceRequest{LeaseTTLMs: i64p(10_000)}); err != nil {
-		t.Fatal(err)
-	}
+	tc, urls, admin, ctx := snowflakeCluster(t, 180*time.Second, "orders", api.NamespaceRequest{LeaseTTLMs: i64p(10_000)})
 	const gens, per = 10, 1_000_000
 	trackers := make([]*idTracker, gens)
 	generators := make([]*client.Snowflake, gens)
@@ -601,16 +591,7 @@ func (l *loseFirstGrant) RoundTrip(r *http.Request) (*http.Response, error) {
 // its request id, and gets the lease it already had: one worker id, one
 // grant in the cluster's audit.
 func TestCluster_Snowflake_LostAcquireAnswer_RetryGetsTheSameLease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	tc := testcluster.New(t, 3, nil)
-	urls := allURLs(tc, 3)
-	admin := newClient(t, urls)
-	ctx := ctxFor(t, 60*time.Second)
-	if _, _, err := admin.CreateNamespace(ctx, "users", api.NamespaceRequest{MaxWorkers: i64p(4)}); err != nil {
-		t.Fatal(err)
-	}
+	tc, urls, _, _ := snowflakeCluster(t, 60*time.Second, "users", api.NamespaceRequest{MaxWorkers: i64p(4)})
 	lossy := &loseFirstGrant{next: http.DefaultTransport.(*http.Transport).Clone()}
 	g := newSnowflake(t, newClient(t, urls, client.WithHTTPClient(&http.Client{Transport: lossy})), "users", client.WithHolder("gen-1"))
 	l := waitLease(t, g, 20*time.Second)
@@ -635,16 +616,7 @@ func TestCluster_Snowflake_LostAcquireAnswer_RetryGetsTheSameLease(t *testing.T)
 // only id comes back each time after its rest), keeps the fourth and refuses
 // with ErrClockMovedBackwards rather than issue an ID below a's.
 func TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	tc := testcluster.New(t, 3, nil)
-	urls := allURLs(tc, 3)
-	admin := newClient(t, urls)
-	ctx := ctxFor(t, 60*time.Second)
-	if _, _, err := admin.CreateNamespace(ctx, "users", api.NamespaceRequest{MaxWorkers: i64p(1), LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(1000)}); err != nil {
-		t.Fatal(err)
-	}
+	tc, urls, _, ctx := snowflakeCluster(t, 60*time.Second, "users", api.NamespaceRequest{MaxWorkers: i64p(1), LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(1000)})
 	fast := newFakeClock(true)
 	fast.Step(time.Hour)
 	a := newSnowflake(t, newClient(t, urls), "users", client.WithHolder("a"), client.WithClock(fast))
