@@ -125,13 +125,18 @@ type JoinRequest struct {
 // ClusterStatus is the body of GET /v1/cluster: the answering node's view.
 type ClusterStatus struct {
 	// Node is the ID of the node that answered.
-	Node         string   `json:"node"`
-	State        string   `json:"state"`
-	Leader       string   `json:"leader"`
-	Term         uint64   `json:"term"`
-	CommitIndex  uint64   `json:"commit_index"`
-	AppliedIndex uint64   `json:"applied_index"`
-	Members      []Member `json:"members"`
+	Node         string `json:"node"`
+	State        string `json:"state"`
+	Leader       string `json:"leader"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	// RaftTLS says whether this node's Raft traffic (log replication,
+	// votes, leadership probes) is encrypted and mutually authenticated;
+	// APITLS whether the request was answered over HTTPS.
+	RaftTLS bool     `json:"raft_tls"`
+	APITLS  bool     `json:"api_tls"`
+	Members []Member `json:"members"`
 }
 
 // NamespaceRequest is the optional body of PUT /v1/namespaces/{name}: a

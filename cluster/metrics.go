@@ -18,7 +18,7 @@ type raftCollector struct {
 	n *Node
 
 	hasLeader, isLeader, serving, term, commitIndex, appliedIndex, lastIndex *prometheus.Desc
-	lastContact, lastSnapshotIndex, voters                                   *prometheus.Desc
+	lastContact, lastSnapshotIndex, voters, raftTLS                          *prometheus.Desc
 }
 
 func newRaftCollector(n *Node) *raftCollector {
@@ -37,11 +37,12 @@ func newRaftCollector(n *Node) *raftCollector {
 		lastContact:       d("last_contact_seconds", "Seconds since a follower last heard from the leader (0 on the leader)."),
 		lastSnapshotIndex: d("last_snapshot_index", "Log index of the latest snapshot."),
 		voters:            d("voters", "Voters in the latest configuration."),
+		raftTLS:           d("tls", "1 if this node's Raft port speaks mutual TLS, 0 if Raft traffic is plaintext."),
 	}
 }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters} {
+	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS} {
 		ch <- d
 	}
 }
@@ -77,6 +78,7 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.lastSnapshotIndex, float64(v))
 	}
 	gauge(c.voters, float64(c.n.voterCount()))
+	gauge(c.raftTLS, b(c.n.cfg.TLS != nil))
 }
 
 // instrumentedFSM times snapshots and counts restores; the FSM itself stays

@@ -673,6 +673,7 @@ func (n *Node) Status() (api.ClusterStatus, error) {
 		Term:         n.raft.CurrentTerm(),
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.raft.AppliedIndex(),
+		RaftTLS:      n.cfg.TLS != nil,
 		Members:      []api.Member{},
 	}
 	for _, s := range cf.Configuration().Servers {

@@ -15,9 +15,15 @@ type RaftTLS struct {
 	// Server is used on accepted connections; it must require and verify
 	// client certificates (tls.RequireAndVerifyClientCert).
 	Server *tls.Config
-	// Client is used on dialed connections; ServerName is set per peer
-	// from the address dialed.
-	Client *tls.Config
+	// Client returns the config for one dialed connection (called per
+	// dial, so certificates and CAs reloaded from disk take effect on the
+	// next connection); ServerName is set per peer from the address dialed.
+	Client func() *tls.Config
+}
+
+// StaticClient is a RaftTLS.Client that always uses cfg.
+func StaticClient(cfg *tls.Config) func() *tls.Config {
+	return func() *tls.Config { return cfg }
 }
 
 func (t *RaftTLS) validate() error {
@@ -32,7 +38,7 @@ func (t *RaftTLS) validate() error {
 
 // tlsDial wraps dial so that every connection is a verified TLS client
 // connection, handshaken before it is used.
-func tlsDial(dial DialFunc, cfg *tls.Config) DialFunc {
+func tlsDial(dial DialFunc, config func() *tls.Config) DialFunc {
 	return func(address string, timeout time.Duration) (net.Conn, error) {
 		raw, err := dial(address, timeout)
 		if err != nil {
@@ -43,7 +49,7 @@ func tlsDial(dial DialFunc, cfg *tls.Config) DialFunc {
 			_ = raw.Close()
 			return nil, err
 		}
-		c := cfg.Clone()
+		c := config().Clone()
 		if c.ServerName == "" {
 			c.ServerName = host
 		}

@@ -17,7 +17,8 @@ const (
 )
 
 // authNode starts a single-node cluster with authentication on (tokens in
-// TICKETD_TOKENS, no --dev).
+// TICKETD_TOKENS, no --dev) and, explicitly, plaintext Raft (TLS has its
+// own tests).
 func authNode(t *testing.T, c *cluster, id string) *node {
 	t.Helper()
 	addrs := freeAddrs(t, 2)
@@ -28,7 +29,7 @@ func authNode(t *testing.T, c *cluster, id string) *node {
 			args = append(args, a)
 		}
 	}
-	n.args = args
+	n.args = append(args, "--insecure-plaintext-raft")
 	n.env = []string{"TICKETD_TOKENS=admin " + e2eAdmin + ";reserve " + e2eReserve}
 	c.start(n)
 	c.waitReady(20*time.Second, n)

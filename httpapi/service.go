@@ -469,6 +469,7 @@ func (s *Service) clusterStatus(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
+	st.APITLS = c.Request().TLS != nil
 	return c.JSON(http.StatusOK, st)
 }
 

@@ -48,6 +48,8 @@ type Metrics struct {
 	AuditViolations   prometheus.Gauge
 	AuditChecks       prometheus.Counter
 	LeaseTimers       *prometheus.CounterVec
+	TLSCertExpiry     *prometheus.GaugeVec
+	TLSReloads        *prometheus.CounterVec
 
 	mu     sync.Mutex
 	labels map[string]struct{}
@@ -156,6 +158,14 @@ func New(version string) *Metrics {
 		Name: "ticketd_lease_timer_entries_total",
 		Help: "Lease expiry and recycle entries this node proposed as leader, by operation (expire, recycle) and outcome (applied, stale, failed).",
 	}, []string{"op", "outcome"})
+	m.TLSCertExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ticketd_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the certificate in use expires (Unix seconds), by listener (raft, api). Alert well before it.",
+	}, []string{"listener"})
+	m.TLSReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_tls_reloads_total",
+		Help: "Reloads of certificate files that changed something (ok) or could not be loaded (error; the previous certificate stays in use), by listener.",
+	}, []string{"listener", "result"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ticketd_build_info",
 		Help: "Build information; the value is always 1.",
@@ -165,7 +175,8 @@ func New(version string) *Metrics {
 		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
 		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
-		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, m.LeaseTimers, build,
+		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
+		m.TLSCertExpiry, m.TLSReloads, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
@@ -313,4 +324,24 @@ func (m *Metrics) ObserveLeaseTimer(op, outcome string) {
 		return
 	}
 	m.LeaseTimers.WithLabelValues(op, outcome).Inc()
+}
+
+// SetCertificateExpiry records when the certificate a listener uses expires.
+func (m *Metrics) SetCertificateExpiry(listener string, notAfter time.Time) {
+	if m == nil {
+		return
+	}
+	m.TLSCertExpiry.WithLabelValues(listener).Set(float64(notAfter.Unix()))
+}
+
+// ObserveTLSReload counts one reload of a listener's certificate files.
+func (m *Metrics) ObserveTLSReload(listener string, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.TLSReloads.WithLabelValues(listener, result).Inc()
 }

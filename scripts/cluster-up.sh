@@ -37,6 +37,18 @@ if [[ ! -s "$local_dir/tokens" ]]; then
   umask 022
 fi
 
+# TLS, as in production: a cluster CA, and a certificate per node for mutual
+# TLS on the Raft port and HTTPS on the API (ticketd tls; files 0600). The
+# CA key stays in $local_dir/tls too: on a real cluster keep it off the nodes.
+tls=$local_dir/tls
+if [[ ! -s "$tls/ca.pem" ]]; then
+  "$bin" tls ca create --dir "$tls" >/dev/null
+fi
+for i in $(seq 1 "$nodes"); do
+  [[ -s "$tls/n$i.pem" ]] || "$bin" tls cert create --dir "$tls" --node "n$i" >/dev/null
+done
+[[ -s "$tls/client.pem" ]] || "$bin" tls cert create --dir "$tls" --client client >/dev/null
+
 initial=""
 for i in $(seq 1 "$nodes"); do
   initial+="${initial:+,}n$i=127.0.0.1:$((raft_base + i))"
@@ -47,9 +59,11 @@ addrs=""
 for i in $(seq 1 "$nodes"); do
   "$bin" serve --id "n$i" --data-dir "$local_dir/data/n$i" --tokens-file "$local_dir/tokens" \
     --http-addr "127.0.0.1:$((http_base + i))" --raft-addr "127.0.0.1:$((raft_base + i))" \
+    --raft-tls-cert "$tls/n$i.pem" --raft-tls-key "$tls/n$i-key.pem" --raft-tls-ca "$tls/ca.pem" \
+    --tls-cert "$tls/n$i.pem" --tls-key "$tls/n$i-key.pem" --tls-ca "$tls/ca.pem" \
     --initial-cluster "$initial" >"$local_dir/logs/n$i.log" 2>&1 &
   echo $! >> "$local_dir/pids"
-  addrs+="${addrs:+,}http://127.0.0.1:$((http_base + i))"
+  addrs+="${addrs:+,}https://127.0.0.1:$((http_base + i))"
 done
 echo "$addrs" > "$local_dir/addrs"
 
@@ -58,7 +72,7 @@ ready=0
 for _ in $(seq 1 150); do
   ready=0
   for i in $(seq 1 "$nodes"); do
-    if curl -fsS "http://127.0.0.1:$((http_base + i))/readyz" >/dev/null 2>&1; then ready=$((ready + 1)); fi
+    if curl -fsS --cacert "$tls/ca.pem" "https://127.0.0.1:$((http_base + i))/readyz" >/dev/null 2>&1; then ready=$((ready + 1)); fi
   done
   [[ $ready == "$nodes" ]] && break
   echo -n .
@@ -70,7 +84,7 @@ if [[ $ready != "$nodes" ]]; then
   exit 1
 fi
 
-export TICKETD_ADDR=$addrs
+export TICKETD_ADDR=$addrs TICKETD_CA=$tls/ca.pem
 TICKETD_TOKEN=$(cat "$local_dir/admin.token")
 export TICKETD_TOKEN
 echo "== ticketd status"
@@ -82,12 +96,14 @@ echo "== ticketd reserve demo 1000"
 
 cat <<TXT
 
-A $nodes-node ticketd cluster is running (logs in $local_dir/logs). Tokens are in
-$local_dir/tokens (admin.token can do everything, reserve.token only reserve and read). Try:
-  export TICKETD_ADDR=$addrs TICKETD_TOKEN=\$(cat $local_dir/reserve.token)
+A $nodes-node ticketd cluster is running (logs in $local_dir/logs), with mutual TLS
+on the Raft port and HTTPS on the API (CA and certificates in $tls; rotate a
+node's files and send it SIGHUP, or wait 10 s). Tokens are in $local_dir/tokens
+(admin.token can do everything, reserve.token only reserve and read). Try:
+  export TICKETD_ADDR=$addrs TICKETD_CA=$tls/ca.pem TICKETD_TOKEN=\$(cat $local_dir/reserve.token)
   $bin reserve demo 10
-  curl -s -H "Authorization: Bearer \$TICKETD_TOKEN" -XPOST localhost:$((http_base + 2))/v1/sequences/demo/ranges -d '{"count":5}'   # via a follower
-  curl -s localhost:$((http_base + 1))/metrics -H "Authorization: Bearer \$TICKETD_TOKEN" | grep ^ticketd_reservations
+  curl -s --cacert $tls/ca.pem -H "Authorization: Bearer \$TICKETD_TOKEN" -XPOST https://localhost:$((http_base + 2))/v1/sequences/demo/ranges -d '{"count":5}'   # via a follower
+  curl -s --cacert $tls/ca.pem https://localhost:$((http_base + 1))/metrics -H "Authorization: Bearer \$TICKETD_TOKEN" | grep -e ^ticketd_reservations -e ^ticketd_raft_tls
   $bin sequences demo
   $bin status
 Stop it with: scripts/cluster-down.sh   (add --purge to delete its data)

@@ -145,7 +145,7 @@ func TestAuth_Cluster3_FollowersForwardWithToken(t *testing.T) {
 func raftTLS(ca *tlstest.CA, c tlstest.Cert) *cluster.RaftTLS {
 	return &cluster.RaftTLS{
 		Server: &tls.Config{Certificates: []tls.Certificate{c.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool, MinVersion: tls.VersionTLS12},
-		Client: &tls.Config{Certificates: []tls.Certificate{c.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12},
+		Client: cluster.StaticClient(&tls.Config{Certificates: []tls.Certificate{c.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}),
 	}
 }
 
@@ -228,7 +228,9 @@ func TestAPITLS_ClientCertRequired_ForwardingOverHTTPS(t *testing.T) {
 		Tweak: func(id string, cfg *server.Config) {
 			c := ca.Issue(t, id)
 			cfg.APITLS = &tls.Config{Certificates: []tls.Certificate{c.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool, MinVersion: tls.VersionTLS12}
-			cfg.PeerTLS = &tls.Config{Certificates: []tls.Certificate{c.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
+			cfg.PeerTLS = func() *tls.Config {
+				return &tls.Config{Certificates: []tls.Certificate{c.TLS}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
+			}
 		},
 	})
 	tc.CreateSequence("orders", nil)

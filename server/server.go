@@ -58,12 +58,13 @@ type Config struct {
 	// MaxInflight bounds requests in progress (429 beyond).
 	MaxInflight int
 
-	// APITLS, if set, serves the API over HTTPS with it. PeerTLS is the
-	// client side used to call other nodes' APIs (forwarding, join,
-	// metadata): it must trust their certificates and, if they require
-	// client certificates, present one.
+	// APITLS, if set, serves the API over HTTPS with it. PeerTLS gives the
+	// client side of one connection to another node's API (forwarding,
+	// join, metadata): it must trust their certificates and, if they
+	// require client certificates, present one. It is called per
+	// connection, so reloaded certificate files take effect on the next.
 	APITLS  *tls.Config
-	PeerTLS *tls.Config
+	PeerTLS func() *tls.Config
 	// AuditInterval is how often the uniqueness probe checks this node's
 	// replica of the allocation audit.
 	AuditInterval time.Duration
@@ -165,10 +166,14 @@ func Start(cfg Config) (*Server, error) {
 		s.ln = ln
 	}
 	peerTransport := &http.Transport{
-		TLSClientConfig:     cfg.PeerTLS,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if cfg.PeerTLS != nil {
+		peerTransport.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialTLS(ctx, network, addr, cfg.PeerTLS())
+		}
 	}
 	s.client = &http.Client{Timeout: 5 * time.Second, Transport: peerTransport}
 	cc := cfg.Cluster
@@ -591,4 +596,28 @@ func (nc *newConns) sweep() (stop func()) {
 		close(done)
 		<-finished
 	}
+}
+
+// dialTLS opens a verified TLS connection to addr with a copy of cfg whose
+// ServerName, if unset, is addr's host.
+func dialTLS(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := cfg.Clone()
+	if c.ServerName == "" {
+		c.ServerName = host
+	}
+	conn := tls.Client(raw, c)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	return conn, nil
 }

@@ -9,6 +9,7 @@
 //	ticketd remove  ID
 //	ticketd backup  --out FILE
 //	ticketd restore --in FILE --advance N
+//	ticketd tls ca create | tls cert create --node ID
 //	ticketd version
 //
 // Every flag can also be set as TICKETD_<FLAG> in the environment (for
@@ -57,6 +58,9 @@ usage:
   ticketd audit     [--list]                     run the uniqueness probe on the allocation audit
   ticketd backup    --out FILE                   write a consistent backup of every sequence
   ticketd restore   --in FILE --advance N        seed a new, empty cluster from a backup
+  ticketd tls ca create   [--dir D]              make a cluster CA (certificate + key)
+  ticketd tls cert create [--dir D] --node ID [--dns N] [--ip A] | --client NAME
+                                                 make a node or client certificate signed by it
   ticketd version
 
 Client commands take --addr URL[,URL...] (env TICKETD_ADDR, default http://127.0.0.1:8080),
@@ -98,6 +102,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = namespacesCmd(args[1:], stdout, stderr)
 	case "restore":
 		err = restoreCmd(args[1:], stdout, stderr)
+	case "tls":
+		err = tlsCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -277,6 +283,9 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopTLS := make(chan struct{})
+	defer close(stopTLS)
+	sec.watchTLS(stopTLS, log, cfg.Metrics)
 	select {
 	case <-ctx.Done():
 		log.Info("signal received; shutting down")

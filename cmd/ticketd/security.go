@@ -6,12 +6,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/metrics"
 	"github.com/ticketd/ticketd/server"
+	"github.com/ticketd/ticketd/tlsfiles"
 )
 
 // securityFlags are serve's flags for authentication, TLS and limits.
@@ -25,6 +31,17 @@ type securityFlags struct {
 	tlsClientAuth          *bool
 
 	raftCert, raftKey, raftCA *string
+	insecureRaft              *bool
+	tlsReload                 *time.Duration
+
+	// sources are the TLS files loaded by apply, kept fresh by watchTLS.
+	sources []watchedTLS
+}
+
+// watchedTLS is one set of TLS files and what it secures ("raft" or "api").
+type watchedTLS struct {
+	listener string
+	src      *tlsfiles.Source
 }
 
 func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
@@ -40,6 +57,8 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 		raftCert:      fs.String("raft-tls-cert", "", "certificate (PEM) for mutual TLS on the Raft port"),
 		raftKey:       fs.String("raft-tls-key", "", "private key (PEM) for --raft-tls-cert"),
 		raftCA:        fs.String("raft-tls-ca", "", "CA (PEM) that signed every node's Raft certificate"),
+		insecureRaft:  fs.Bool("insecure-plaintext-raft", false, "allow the Raft port without TLS: anyone who reaches it can read the log and write to it (never in production; --dev implies it)"),
+		tlsReload:     fs.Duration("tls-reload-interval", 10*time.Second, "how often certificate, key and CA files are checked for changes and reloaded (0: only on SIGHUP)"),
 	}
 }
 
@@ -115,21 +134,15 @@ func (f *securityFlags) applyAPITLS(cfg *server.Config) error {
 	if *f.tlsCert == "" || *f.tlsKey == "" || *f.tlsCA == "" {
 		return usageError{"HTTPS needs --tls-cert, --tls-key and --tls-ca (the CA other nodes' certificates are checked against)"}
 	}
-	cert, err := tls.LoadX509KeyPair(*f.tlsCert, *f.tlsKey)
+	src, err := tlsfiles.Load(tlsfiles.Files{Cert: *f.tlsCert, Key: *f.tlsKey, CA: *f.tlsCA})
 	if err != nil {
-		return usageError{fmt.Sprintf("--tls-cert/--tls-key: %v", err)}
+		return usageError{fmt.Sprintf("--tls-cert/--tls-key/--tls-ca: %v", err)}
 	}
-	ca, err := loadCA(*f.tlsCA)
-	if err != nil {
-		return usageError{fmt.Sprintf("--tls-ca: %v", err)}
-	}
-	cfg.APITLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	cfg.PeerTLS = &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12}
-	if *f.tlsClientAuth {
-		cfg.APITLS.ClientAuth = tls.RequireAndVerifyClientCert
-		cfg.APITLS.ClientCAs = ca
-		cfg.PeerTLS.Certificates = []tls.Certificate{cert}
-	}
+	// Nodes call each other's APIs (forwarding, join, registration) as
+	// clients with the same identity.
+	cfg.APITLS = src.ServerConfig(*f.tlsClientAuth)
+	cfg.PeerTLS = src.ClientConfig
+	f.sources = append(f.sources, watchedTLS{"api", src})
 	return nil
 }
 
@@ -140,26 +153,74 @@ func (f *securityFlags) applyRaftTLS(cfg *server.Config) error {
 			n++
 		}
 	}
-	switch n {
-	case 0:
+	switch {
+	case n == 0 && (*f.insecureRaft || *f.dev):
+		cfg.Logger.Warn("the Raft port speaks PLAINTEXT: anyone who reaches it can read the log and append to it; give --raft-tls-cert, --raft-tls-key and --raft-tls-ca in production")
 		return nil
-	case 3:
-	default:
+	case n == 0:
+		return usageError{`the Raft port needs mutual TLS: give --raft-tls-cert, --raft-tls-key and --raft-tls-ca.
+Make them with:
+  ticketd tls ca create --dir certs                                   # once per cluster; keep certs/ca-key.pem off the nodes
+  ticketd tls cert create --dir certs --node n1 --dns n1.example --ip 10.0.0.1   # per node: every name and IP peers dial
+or pass --insecure-plaintext-raft to run without (never in production), or --dev for a development node`}
+	case n != 3:
 		return usageError{"mutual TLS on the Raft port needs all of --raft-tls-cert, --raft-tls-key and --raft-tls-ca"}
+	case *f.insecureRaft:
+		return usageError{"--insecure-plaintext-raft contradicts --raft-tls-cert/--raft-tls-key/--raft-tls-ca: give one or the other"}
 	}
-	cert, err := tls.LoadX509KeyPair(*f.raftCert, *f.raftKey)
+	src, err := tlsfiles.Load(tlsfiles.Files{Cert: *f.raftCert, Key: *f.raftKey, CA: *f.raftCA})
 	if err != nil {
-		return usageError{fmt.Sprintf("--raft-tls-cert/--raft-tls-key: %v", err)}
+		return usageError{fmt.Sprintf("--raft-tls-cert/--raft-tls-key/--raft-tls-ca: %v", err)}
 	}
-	ca, err := loadCA(*f.raftCA)
-	if err != nil {
-		return usageError{fmt.Sprintf("--raft-tls-ca: %v", err)}
-	}
-	cfg.Cluster.TLS = &cluster.RaftTLS{
-		Server: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca, MinVersion: tls.VersionTLS12},
-		Client: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: ca, MinVersion: tls.VersionTLS12},
-	}
+	cfg.Cluster.TLS = &cluster.RaftTLS{Server: src.ServerConfig(true), Client: src.ClientConfig}
+	f.sources = append(f.sources, watchedTLS{"raft", src})
 	return nil
+}
+
+// watchTLS keeps the loaded TLS files current until stop is closed:
+// reloads on SIGHUP and whenever a file changes, records each certificate's
+// expiry and every reload in m, and logs both.
+func (f *securityFlags) watchTLS(stop <-chan struct{}, log *slog.Logger, m *metrics.Metrics) {
+	// SIGHUP is caught even without TLS files: its default action would
+	// kill the node.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	triggers := make([]chan struct{}, len(f.sources))
+	for i, w := range f.sources {
+		w := w
+		triggers[i] = make(chan struct{}, 1)
+		w.src.OnLoad(func(leaf *x509.Certificate) { m.SetCertificateExpiry(w.listener, leaf.NotAfter) })
+		go w.src.Watch(stop, triggers[i], *f.tlsReload, func(changed bool, err error) {
+			m.ObserveTLSReload(w.listener, err)
+			if err != nil {
+				log.Warn("TLS files cannot be loaded; the previous certificate stays in use", "listener", w.listener, "cert", w.src.Files().Cert, "err", err)
+				return
+			}
+			if changed {
+				leaf := w.src.Leaf()
+				log.Info("TLS certificate reloaded", "listener", w.listener, "cert", w.src.Files().Cert, "serial", leaf.SerialNumber.Text(16), "not_after", leaf.NotAfter)
+			}
+		})
+	}
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-hup:
+				if len(triggers) == 0 {
+					log.Info("SIGHUP: no TLS files to reload")
+				}
+				for _, t := range triggers {
+					select {
+					case t <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+	}()
 }
 
 // clientTLS builds the TLS config of the client commands.
