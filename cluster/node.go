@@ -65,6 +65,9 @@ type Node struct {
 	shutdownOnce sync.Once
 	shutdownCh   chan struct{}
 	wg           sync.WaitGroup
+	// stopRaft shuts Raft down and waits for it (a seam so a test can
+	// make it hang).
+	stopRaft func() error
 }
 
 // Open starts a node: it opens (or creates) the stores in cfg.DataDir,
@@ -95,7 +98,8 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			n.closeResources()
+			_ = n.closeNetwork()
+			_ = n.closeStore()
 		}
 	}()
 
@@ -208,6 +212,7 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.stopRaft = func() error { return r.Shutdown().Error() }
 	n.started.Store(r)
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(newRaftCollector(n))
@@ -723,12 +728,29 @@ func (n *Node) Shutdown(ctx context.Context, transfer bool) error {
 		}
 		close(n.shutdownCh)
 		n.raft.DeregisterObserver(n.observer)
-		if serr := n.raft.Shutdown().Error(); serr != nil {
-			err = serr
-		}
-		n.wg.Wait()
-		if cerr := n.closeResources(); cerr != nil && err == nil {
-			err = cerr
+		done := make(chan error, 1)
+		go func() {
+			err := n.stopRaft()
+			n.wg.Wait()
+			done <- err
+		}()
+		select {
+		case err = <-done:
+			err = errors.Join(err, n.closeNetwork(), n.closeStore())
+		case <-ctx.Done():
+			// Raft has not stopped by the deadline (a replication
+			// goroutine stuck on a peer is one way: hashicorp/raft #612).
+			// Cutting the network unblocks whatever waits on a peer; the
+			// stores stay open while Raft may still write to them, and
+			// the caller is about to exit.
+			n.log.Error("raft did not shut down by the deadline; closing its network", "err", ctx.Err())
+			nerr := n.closeNetwork()
+			select {
+			case rerr := <-done:
+				err = errors.Join(rerr, nerr, n.closeStore())
+			case <-time.After(time.Second):
+			}
+			err = errors.Join(fmt.Errorf("raft shutdown did not finish in time: %w", ctx.Err()), err)
 		}
 	})
 	return err
@@ -748,7 +770,8 @@ func (n *Node) voterCount() int {
 	return c
 }
 
-func (n *Node) closeResources() error {
+// closeNetwork closes the Raft port and every connection of this node.
+func (n *Node) closeNetwork() error {
 	var errs []error
 	if n.probeClient != nil {
 		n.probeClient.closeAll()
@@ -762,10 +785,14 @@ func (n *Node) closeResources() error {
 	if n.mux != nil {
 		errs = append(errs, n.mux.Close())
 	}
-	if n.store != nil {
-		errs = append(errs, n.store.Close())
-	}
 	return errors.Join(errs...)
+}
+
+func (n *Node) closeStore() error {
+	if n.store != nil {
+		return n.store.Close()
+	}
+	return nil
 }
 
 // advertiseAddr is a host:port as other nodes should dial it.

@@ -96,6 +96,15 @@ func TestBinary_TLS_CLICertificates_MutualTLSCluster_SIGHUPReload(t *testing.T) 
 			t.Fatalf("%s: mode %v, err %v; want 0600", f, st.Mode().Perm(), err)
 		}
 	}
+	// tls init makes only what is missing: n1 keeps its certificate, n4
+	// gets one.
+	n1Before, _ := os.ReadFile(filepath.Join(dir, "n1.pem"))
+	if out, errOut, code := runCLI(t, nil, "tls", "init", "--dir", dir, "--nodes", "n1,n4"); code != 0 || !strings.Contains(out, "n4.pem") || strings.Contains(out, "n1.pem") {
+		t.Fatalf("tls init: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n1After, _ := os.ReadFile(filepath.Join(dir, "n1.pem")); string(n1After) != string(n1Before) {
+		t.Fatal("tls init replaced an existing certificate")
+	}
 	// Nothing is overwritten: a second CA in the same place is refused.
 	if _, errOut, code := runCLI(t, nil, "tls", "ca", "create", "--dir", dir); code == 0 || !strings.Contains(errOut, "not overwriting") {
 		t.Fatalf("a second CA over the first: exit %d, %s", code, errOut)

@@ -134,6 +134,28 @@ func (b *dockerBackend) name() string {
 }
 
 func (b *dockerBackend) prepare(ctx context.Context) error {
+	if err := b.prepareImage(ctx); err != nil {
+		return err
+	}
+	// The compose file's tls-init service makes the CA and the
+	// certificates of its nodes (Raft mTLS, as in production); `up
+	// --no-deps` would skip it.
+	if _, err := b.compose(2*time.Minute, "run", "--rm", "-T", "--no-deps", "tls-init"); err != nil {
+		return fmt.Errorf("TLS material for the cluster: %w", err)
+	}
+	return nil
+}
+
+// ensureCert makes a Raft certificate for a node the compose file does not
+// name, in the project's tls volume (the CA key stays in its ca volume).
+func (b *dockerBackend) ensureCert(id string) error {
+	_, err := docker(time.Minute, "run", "--rm", "--network", "none", "--label", labelKey+"=1",
+		"-v", project+"_tls:/tls", "-v", project+"_ca:/ca", b.image,
+		"tls", "init", "--dir", "/tls", "--ca-key-dir", "/ca", "--nodes", id)
+	return err
+}
+
+func (b *dockerBackend) prepareImage(ctx context.Context) error {
 	if b.cfg.Image != "" {
 		if _, err := docker(dockerShort, "image", "inspect", b.image); err != nil {
 			return err
@@ -223,15 +245,19 @@ func (b *dockerBackend) runExtra(n *Node) error {
 	if _, err := docker(dockerShort, "volume", "create", "--label", labelKey+"=1", st.volume); err != nil {
 		return err
 	}
+	if err := b.ensureCert(n.ID); err != nil {
+		return fmt.Errorf("certificate for %s: %w", n.ID, err)
+	}
 	args := []string{"run", "-d", "--name", st.name, "--label", labelKey + "=1",
 		"--network", b.network, "--network-alias", n.Host, "--hostname", n.Host,
-		"-v", st.volume + ":/data"}
+		"-v", st.volume + ":/data", "-v", project + "_tls:/tls:ro"}
 	for _, kv := range b.extraEnv {
 		args = append(args, "-e", kv)
 	}
 	args = append(args, b.image, "serve", "--id", n.ID, "--data-dir", "/data",
 		"--http-addr", fmt.Sprintf("0.0.0.0:%d", dockerHTTP), "--raft-addr", fmt.Sprintf("0.0.0.0:%d", dockerRaft),
 		"--http-advertise", b.httpAdvertise(n), "--raft-advertise", b.raftAddr(n),
+		"--raft-tls-cert", "/tls/"+n.ID+".pem", "--raft-tls-key", "/tls/"+n.ID+"-key.pem", "--raft-tls-ca", "/tls/ca.pem",
 		"--join", strings.Join(n.JoinURLs, ","))
 	_, err := docker(time.Minute, args...)
 	return err

@@ -119,7 +119,34 @@ func (b *procBackend) newNode(slot int, id string, boot bootMode) (*Node, error)
 		}
 		n.Host = "127.0.0.1"
 	}
+	if err := b.ensureCert(n); err != nil {
+		return nil, err
+	}
 	return n, nil
+}
+
+// ensureCert makes the node's Raft certificate (for its address) with the
+// binary's own `ticketd tls init`: the nodes run mutual TLS on the Raft
+// port, as in production. One CA per run; its key stays out of the nodes'
+// certificate folder.
+func (b *procBackend) ensureCert(n *Node) error {
+	if b.bin == "" {
+		return fmt.Errorf("certificate for %s: the binary is not built yet", n.ID)
+	}
+	out, err := exec.Command(b.bin, "tls", "init", "--dir", b.tlsDir(), "--ca-key-dir", filepath.Join(b.dir, "tls-ca"),
+		"--nodes", n.ID, "--ip", n.Host, "--loopback=false").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ticketd tls init for %s: %v\n%s", n.ID, err, out)
+	}
+	return nil
+}
+
+func (b *procBackend) tlsDir() string { return filepath.Join(b.dir, "tls") }
+
+func (b *procBackend) tlsArgs(n *Node) []string {
+	d := b.tlsDir()
+	return []string{"--raft-tls-cert", filepath.Join(d, n.ID+".pem"), "--raft-tls-key", filepath.Join(d, n.ID+"-key.pem"),
+		"--raft-tls-ca", filepath.Join(d, "ca.pem")}
 }
 
 // freePortPair finds two consecutive free ports on 127.0.0.1.
@@ -180,6 +207,7 @@ func (b *procBackend) start(ctx context.Context, n *Node, initial string) error 
 	case bootJoin:
 		args = append(args, "--join", strings.Join(n.JoinURLs, ","))
 	}
+	args = append(args, b.tlsArgs(n)...)
 	args = append(args, b.cfg.timingArgs()...)
 	logPath := filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, len(st.logs)+1))
 	f, err := os.Create(logPath)

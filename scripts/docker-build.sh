@@ -7,7 +7,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 image=${IMAGE:-ticketd:dev}
 cd "$root"
 rm -rf build/docker/rootfs build/docker/ticketd
-mkdir -p build/docker/rootfs/data build/docker/rootfs/tmp
+# /tls and /ca: empty named volumes mounted there take the owner (the
+# image's unprivileged user) from the image.
+mkdir -p build/docker/rootfs/data build/docker/rootfs/tmp build/docker/rootfs/tls build/docker/rootfs/ca
 CGO_ENABLED=0 go build -trimpath ${TAGS:+-tags "$TAGS"} \
   -ldflags "-s -w -X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" \
   -o build/docker/ticketd ./cmd/ticketd

@@ -26,7 +26,7 @@ const tlsUsage = `usage:
   ticketd tls cert create [--dir DIR] --client NAME [--days N]
       writes DIR/NAME.pem and DIR/NAME-key.pem: a client certificate for APIs
       that require one (--tls-client-auth)
-  ticketd tls init        [--dir DIR] [--ca-key-dir KDIR] --nodes ID,... [--dns N,...] [--ip A,...]
+  ticketd tls init        [--dir DIR] [--ca-key-dir KDIR] --nodes ID,... [--dns N,...] [--ip A,...] [--loopback=false]
       makes what is missing: the CA (as ca create) and a node certificate for
       each ID without one (as cert create --node, the extra names on each);
       what exists is kept, so it can run before every start (compose does)
@@ -95,6 +95,7 @@ func tlsInit(args []string, stdout, stderr io.Writer) error {
 	nodes := flags.String("nodes", "", "node IDs, comma-separated: each gets a certificate if it has none")
 	dns := flags.String("dns", "", "extra DNS names for the certificates made now, comma-separated")
 	ips := flags.String("ip", "", "extra IP addresses for the certificates made now, comma-separated")
+	loopback := flags.Bool("loopback", true, "include localhost, 127.0.0.1 and ::1 in the certificates made now")
 	if err := parseFlagsOnly(flags, args); err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func tlsInit(args []string, stdout, stderr io.Writer) error {
 		if _, err := os.Stat(filepath.Join(*dir, id+".pem")); err == nil {
 			continue
 		}
-		err := tlsCertCreate([]string{"--dir", *dir, "--ca", caPath, "--ca-key", caKeyPath, "--node", id, "--dns", *dns, "--ip", *ips}, stdout, stderr)
+		err := tlsCertCreate([]string{"--dir", *dir, "--ca", caPath, "--ca-key", caKeyPath, "--node", id, "--dns", *dns, "--ip", *ips, fmt.Sprintf("--loopback=%v", *loopback)}, stdout, stderr)
 		if err != nil {
 			return err
 		}

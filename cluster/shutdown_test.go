@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/fsm"
+)
+
+func openSingleNode(t *testing.T) *Node {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ID = "n1"
+	cfg.DataDir = filepath.Join(t.TempDir(), "n1")
+	cfg.Listener = ln
+	cfg.RaftAddr = ln.Addr().String()
+	cfg.HTTPAdvertise = "127.0.0.1:1"
+	cfg.Bootstrap = true
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.RaftLogLevel = slog.LevelError
+	n, err := Open(cfg, fsm.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestShutdown_RaftHangs_ReturnsAtTheDeadline: when Raft does not stop
+// (hashicorp/raft #612 made a leader hang in Shutdown), Shutdown returns
+// once its context ends, with the context's error, and has closed the
+// Raft port.
+func TestShutdown_RaftHangs_ReturnsAtTheDeadline(t *testing.T) {
+	n := openSingleNode(t)
+	realStop := n.stopRaft
+	release := make(chan struct{})
+	n.stopRaft = func() error { <-release; return realStop() }
+	defer func() { close(release) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := n.Shutdown(ctx, false)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a hanging Raft returned %v, want the deadline", err)
+	}
+	// The deadline plus the one-second grace, with room for a slow machine.
+	if took > 5*time.Second {
+		t.Fatalf("Shutdown took %v past a 300ms deadline", took)
+	}
+	if c, err := net.DialTimeout("tcp", n.cfg.RaftAddr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the Raft port still accepts connections after a timed-out shutdown")
+	}
+}
+
+func TestShutdown_Normal_ClosesEverything(t *testing.T) {
+	n := openSingleNode(t)
+	if err := n.Shutdown(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", n.cfg.RaftAddr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the Raft port still accepts connections")
+	}
+}
