@@ -213,6 +213,15 @@ func TestRaftTLS_HostWithoutClusterCA_CannotJoinOrSpeakRaft(t *testing.T) {
 	if rogueNode.Srv.Node().IsMember() {
 		t.Fatal("the rogue node believes it is a member")
 	}
+	// And the cluster kept serving through all of it.
+	for _, n := range tc.Running() {
+		if n.ID == "rogue" {
+			continue
+		}
+		if r, st, err := testcluster.Reserve(n, "orders", 10); err != nil || st != 200 {
+			t.Fatalf("reserve via %s after the rogue attempts: %d %v %+v", n.ID, st, err, r)
+		}
+	}
 }
 
 // TestAPITLS_ClientCertRequired_ForwardingOverHTTPS serves the API over
