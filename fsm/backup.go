@@ -83,7 +83,8 @@ func (f *FSM) empty() bool { return len(f.sequences) == 0 && len(f.namespaces) =
 //   - every lease of the backup that is not free ends at the restore
 //     (state ended), so its worker id rests a full recycle delay, timed by
 //     the leader from when it serves the restored state, before anyone gets
-//     it (the legacy stamps say held until the restore, as before);
+//     it (the legacy stamps say held until the restore, as before); every
+//     lease, free or not, takes the restore entry's index as its version;
 //   - the token floor carries over, so fencing tokens keep growing;
 //   - the backup's audit records are renumbered after this FSM's.
 func (f *FSM) applyRestore(c RestoreBackup, index uint64) any {
@@ -108,8 +109,14 @@ func (f *FSM) applyRestore(c RestoreBackup, index uint64) any {
 	for i := range st.Leases {
 		l := &st.Leases[i]
 		l.ExpiresMs, l.ReleasedMs = max(l.ExpiresMs, now), 0
+		// Every version becomes this entry's index, a free lease's too:
+		// the backup's are the old cluster's indices, and a free one's
+		// would go into the next grant's audit record as the index that
+		// freed the worker id, above the grant's own (a false violation
+		// of the probe).
+		l.Version = index
 		if l.State != LeaseFree {
-			l.State, l.Version, l.EndReason = LeaseEnded, index, "restored"
+			l.State, l.EndReason = LeaseEnded, "restored"
 		}
 	}
 	f.install(st)

@@ -132,75 +132,126 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if len(l.Data) == 0 {
 		panic(fmt.Sprintf("fsm: empty log entry at index %d", l.Index))
 	}
-	// As in Nomad, the flag is stripped before dispatch: a known type
-	// with the flag set is applied, an unknown one is skipped.
-	t := CommandType(l.Data[0])
-	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
-	t &^= IgnoreUnknownTypeFlag
-	body := l.Data[1:]
-
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastIndex, f.lastTerm = l.Index, l.Term
 
-	switch t {
-	case CommandCreateSequence:
-		var c CreateSequence
-		mustDecode(l, t, body, &c)
-		return f.applyCreate(c)
-	case CommandReserveBlock:
-		var c ReserveBlock
-		mustDecode(l, t, body, &c)
-		return f.applyReserve(c, l.Index, l.Term)
-	case CommandSetMember:
-		var c SetMember
-		mustDecode(l, t, body, &c)
+	_, cmd, err := decodeCommand(l.Data)
+	if err != nil {
+		panic(err.(*decodeError).at(l.Index))
+	}
+	switch c := cmd.(type) {
+	case nil:
+		return nil // an unknown type with IgnoreUnknownTypeFlag: skipped
+	case *CreateSequence:
+		return f.applyCreate(*c)
+	case *ReserveBlock:
+		return f.applyReserve(*c, l.Index, l.Term)
+	case *SetMember:
 		if c.ID == "" {
 			return fmt.Errorf("%w: member id is empty", ErrInvalidCommand)
 		}
-		f.members[c.ID] = Member(c)
+		f.members[c.ID] = Member(*c)
 		return nil
-	case CommandRemoveMember:
-		var c RemoveMember
-		mustDecode(l, t, body, &c)
+	case *RemoveMember:
 		delete(f.members, c.ID)
 		return nil
-	case CommandCreateNamespace:
-		var c CreateNamespace
-		mustDecode(l, t, body, &c)
-		return f.applyCreateNamespace(c, l.Index, l.Term)
-	case CommandAcquireLease:
-		var c AcquireLease
-		mustDecode(l, t, body, &c)
-		return f.applyLegacyAcquire(c, l.Index, l.Term)
-	case CommandRenewLease:
-		var c RenewLease
-		mustDecode(l, t, body, &c)
-		return f.applyLegacyRenew(c, l.Index)
-	case CommandReleaseLease:
-		var c ReleaseLease
-		mustDecode(l, t, body, &c)
-		return f.applyLegacyRelease(c, l.Index)
-	case CommandRestoreBackup:
-		var c RestoreBackup
-		mustDecode(l, t, body, &c)
-		return f.applyRestore(c, l.Index)
-	case CommandLease:
-		var c LeaseOp
-		mustDecode(l, t, body, &c)
-		return f.applyLeaseOp(c, l.Index, l.Term)
+	case *CreateNamespace:
+		return f.applyCreateNamespace(*c, l.Index, l.Term)
+	case *AcquireLease:
+		return f.applyLegacyAcquire(*c, l.Index, l.Term)
+	case *RenewLease:
+		return f.applyLegacyRenew(*c, l.Index)
+	case *ReleaseLease:
+		return f.applyLegacyRelease(*c, l.Index)
+	case *RestoreBackup:
+		return f.applyRestore(*c, l.Index)
+	case *LeaseOp:
+		return f.applyLeaseOp(*c, l.Index, l.Term)
 	}
-	if ignoreUnknown {
-		return nil
-	}
-	panic(fmt.Sprintf("fsm: unknown command type %d at index %d", uint8(t), l.Index))
+	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }
 
-func mustDecode(l *raft.Log, t CommandType, body []byte, v any) {
-	if err := json.Unmarshal(body, v); err != nil {
-		panic(fmt.Sprintf("fsm: cannot decode %s at index %d: %v", t, l.Index, err))
+// decodeCommand decodes a log entry: the type byte (IgnoreUnknownTypeFlag
+// stripped) and a pointer to its body (*CreateSequence, *ReserveBlock, ...).
+// An unknown type with the flag decodes to a nil body: Apply skips it. An
+// empty entry, an unknown type without the flag or a body that is not its
+// type's JSON is a *decodeError, on which Apply panics; decodeCommand itself
+// never panics, so FuzzApplyLog can tell corrupt entries from valid ones.
+func decodeCommand(data []byte) (CommandType, any, error) {
+	if len(data) == 0 {
+		return 0, nil, &decodeError{empty: true}
 	}
+	// As in Nomad, the flag is stripped before dispatch: a known type
+	// with the flag set is applied, an unknown one is skipped.
+	t := CommandType(data[0])
+	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
+	t &^= IgnoreUnknownTypeFlag
+	var body any
+	switch t {
+	case CommandCreateSequence:
+		body = new(CreateSequence)
+	case CommandReserveBlock:
+		body = new(ReserveBlock)
+	case CommandSetMember:
+		body = new(SetMember)
+	case CommandRemoveMember:
+		body = new(RemoveMember)
+	case CommandCreateNamespace:
+		body = new(CreateNamespace)
+	case CommandAcquireLease:
+		body = new(AcquireLease)
+	case CommandRenewLease:
+		body = new(RenewLease)
+	case CommandReleaseLease:
+		body = new(ReleaseLease)
+	case CommandRestoreBackup:
+		body = new(RestoreBackup)
+	case CommandLease:
+		body = new(LeaseOp)
+	default:
+		if ignoreUnknown {
+			return t, nil, nil
+		}
+		return t, nil, &decodeError{t: t, unknown: true}
+	}
+	if err := json.Unmarshal(data[1:], body); err != nil {
+		return t, nil, &decodeError{t: t, err: err}
+	}
+	return t, body, nil
 }
+
+// decodeError is why an entry cannot be applied: the log is corrupt or was
+// written by a newer version.
+type decodeError struct {
+	t       CommandType // flag stripped
+	empty   bool
+	unknown bool
+	err     error // the JSON error, for a body that does not decode
+}
+
+func (e *decodeError) Error() string {
+	switch {
+	case e.empty:
+		return "empty log entry"
+	case e.unknown:
+		return fmt.Sprintf("unknown command type %d", uint8(e.t))
+	}
+	return fmt.Sprintf("cannot decode %s: %v", e.t, e.err)
+}
+
+// at is Apply's panic message for the entry at index.
+func (e *decodeError) at(index uint64) string {
+	switch {
+	case e.empty:
+		return fmt.Sprintf("fsm: empty log entry at index %d", index)
+	case e.unknown:
+		return fmt.Sprintf("fsm: unknown command type %d at index %d", uint8(e.t), index)
+	}
+	return fmt.Sprintf("fsm: cannot decode %s at index %d: %v", e.t, index, e.err)
+}
+
+func (e *decodeError) Unwrap() error { return e.err }
 
 func (f *FSM) applyCreate(c CreateSequence) any {
 	if err := api.ValidateSequenceName(c.Name); err != nil {
