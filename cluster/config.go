@@ -84,6 +84,11 @@ type Config struct {
 	// ProbeTimeout bounds one leadership-confirmation round.
 	ProbeTimeout time.Duration
 
+	// MaxRPCsInFlight is hashicorp/raft's pipelining setting: 1 sends one
+	// AppendEntries at a time to each follower; 2 or more pipelines them
+	// (see DESIGN.md, "Pipelined replication", for why the default is 1).
+	MaxRPCsInFlight int
+
 	// Listener, if set, is used for the Raft port instead of listening on
 	// RaftAddr (tests pass a listener on 127.0.0.1:0).
 	Listener net.Listener
@@ -128,6 +133,7 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
 		ProbeTimeout:       500 * time.Millisecond,
+		MaxRPCsInFlight:    1,
 		RaftLogLevel:       slog.LevelWarn,
 	}
 }
@@ -169,6 +175,9 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeTimeout <= 0 {
 		errs = append(errs, errors.New("probe timeout must be positive"))
+	}
+	if c.MaxRPCsInFlight < 1 {
+		errs = append(errs, errors.New("max RPCs in flight must be at least 1 (1 turns pipelining off)"))
 	}
 	if c.TLS != nil {
 		if err := c.TLS.validate(); err != nil {

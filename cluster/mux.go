@@ -37,6 +37,12 @@ type mux struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	wg        sync.WaitGroup
+
+	// pending holds the connections whose service byte is still being
+	// read; Close closes them, so that a client that never sends it
+	// cannot hold up Close for muxHeaderTimeout.
+	mu      sync.Mutex
+	pending map[net.Conn]struct{}
 }
 
 func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe func(net.Conn)) *mux {
@@ -51,6 +57,7 @@ func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger
 		raftConns: make(chan net.Conn),
 		probe:     probe,
 		closed:    make(chan struct{}),
+		pending:   make(map[net.Conn]struct{}),
 	}
 	m.wg.Add(1)
 	go m.serve()
@@ -90,9 +97,23 @@ func (m *mux) serve() {
 
 func (m *mux) route(c net.Conn) {
 	defer m.wg.Done()
+	m.mu.Lock()
+	select {
+	case <-m.closed:
+		m.mu.Unlock()
+		_ = c.Close()
+		return
+	default:
+	}
+	m.pending[c] = struct{}{}
+	m.mu.Unlock()
 	var b [1]byte
 	_ = c.SetReadDeadline(time.Now().Add(muxHeaderTimeout))
-	if _, err := io.ReadFull(c, b[:]); err != nil {
+	_, err := io.ReadFull(c, b[:])
+	m.mu.Lock()
+	delete(m.pending, c)
+	m.mu.Unlock()
+	if err != nil {
 		_ = c.Close()
 		return
 	}
@@ -114,12 +135,18 @@ func (m *mux) route(c net.Conn) {
 	}
 }
 
-// Close stops accepting and waits for the routing goroutines. Connections
-// already handed to Raft or to the probe server are theirs to close.
+// Close stops accepting, closes the connections that have not named their
+// service yet, and waits for the routing goroutines. Connections already
+// handed to Raft or to the probe server are theirs to close.
 func (m *mux) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
+		m.mu.Lock()
 		close(m.closed)
+		for c := range m.pending {
+			_ = c.Close()
+		}
+		m.mu.Unlock()
 		err = m.ln.Close()
 	})
 	m.wg.Wait()

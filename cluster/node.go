@@ -162,12 +162,9 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,
-		// 1 turns off pipelined replication: in v1.7.3 a pipeline whose
-		// follower answers with a newer term can deadlock (hashicorp/raft
-		// #612), which the fault suite hit as a leader hanging in Shutdown
-		// after handing over leadership. Blocks are committed a few times a
-		// second, so pipelining buys nothing here.
-		MaxRPCsInFlight: 1,
+		// 1 (the default) turns pipelined replication off: see DESIGN.md,
+		// "Pipelined replication".
+		MaxRPCsInFlight: cfg.MaxRPCsInFlight,
 		Timeout:         10 * time.Second,
 		Logger:          hlog,
 	})

@@ -97,6 +97,9 @@ type config struct {
 	Heartbeat, Election, Lease time.Duration
 	SnapThreshold, Trailing    uint64
 	SnapInterval               time.Duration
+	// MaxRPCsInFlight is the nodes' --raft-max-rpcs-in-flight (0: their
+	// default).
+	MaxRPCsInFlight int
 
 	root string // the repository root
 	// Bearer tokens the nodes accept (authentication stays on, as in
@@ -172,6 +175,7 @@ func run(args []string) int {
 	fs.Uint64Var(&cfg.SnapThreshold, "snapshot-threshold", 64, "nodes' --snapshot-threshold (small: snapshots and their install are always in play)")
 	fs.DurationVar(&cfg.SnapInterval, "snapshot-interval", time.Second, "nodes' --snapshot-interval")
 	fs.Uint64Var(&cfg.Trailing, "trailing-logs", 32, "nodes' --trailing-logs")
+	fs.IntVar(&cfg.MaxRPCsInFlight, "raft-max-rpcs-in-flight", 0, "nodes' --raft-max-rpcs-in-flight (0: the nodes' default; 2 or more pipelines replication)")
 	fs.StringVar(&checkDir, "check", "", "only re-check the history.jsonl of this run folder and rewrite its results")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

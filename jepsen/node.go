@@ -110,6 +110,9 @@ func (c *config) timingArgs() []string {
 		// installed; the report counts them.
 		"--raft-log-level", "info",
 	}
+	if c.MaxRPCsInFlight != 0 {
+		args = append(args, "--raft-max-rpcs-in-flight", fmt.Sprint(c.MaxRPCsInFlight))
+	}
 	if c.Faults != "" {
 		args = append(args, "--unsafe-fault", c.Faults)
 	}

@@ -11,6 +11,9 @@ fi
 go vet ./...
 # -p 1: packages that start clusters must not run side by side on a small machine.
 go test -race -count=1 -p 1 -timeout 25m "$@" ./...
+# Every fuzz target for a few seconds beyond its seed corpus (which the
+# line above already ran as tests); scripts/fuzz.sh runs them for longer.
+scripts/fuzz.sh --time "${FUZZ_TIME:-5s}"
 # The benchmark in smoke mode, so it cannot rot: a few seconds of ticketd and
 # the bare Echo handler; fails only on a correctness error (overlapping or
 # mis-sized ranges, errors), never on slow numbers.

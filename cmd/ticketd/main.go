@@ -214,6 +214,7 @@ func serve(args []string, stderr io.Writer) error {
 	snapThreshold := fs.Uint64("snapshot-threshold", def.Cluster.SnapshotThreshold, "log entries since the last snapshot that trigger a new one")
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
+	maxInFlight := fs.Int("raft-max-rpcs-in-flight", def.Cluster.MaxRPCsInFlight, "AppendEntries RPCs in flight per follower: 1 turns pipelined replication off, 2 or more turns it on")
 	sec := addSecurityFlags(fs)
 	unsafeFaults := registerFaultFlag(fs)
 	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on the HTTP address")
@@ -249,6 +250,7 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.Cluster.SnapshotThreshold = *snapThreshold
 	cfg.Cluster.SnapshotInterval = *snapInterval
 	cfg.Cluster.TrailingLogs = *trailing
+	cfg.Cluster.MaxRPCsInFlight = *maxInFlight
 	cfg.Cluster.RaftLogLevel = rl
 	cfg.HTTPAddr = *httpAddr
 	cfg.HTTPAdvertise = *httpAdv
