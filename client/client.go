@@ -50,6 +50,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 	"weak"
 
 	"github.com/cenkalti/backoff/v5"
@@ -434,8 +435,8 @@ func (c *Client) reserve(ctx context.Context, sequence string, count int64, onFa
 	if _, err := c.roundTrip(ctx, http.MethodPost, "/v1/sequences/"+sequence+"/ranges", body, &r, onFailure); err != nil {
 		return Range{}, err
 	}
-	if r.First < 1 || r.Last < r.First || r.Last-r.First+1 != count {
-		return Range{}, fmt.Errorf("ticketd: the server answered range %d..%d for %d IDs of %q", r.First, r.Last, count, sequence)
+	if r.Sequence != sequence || r.First < 1 || r.Last < r.First || r.Last-r.First+1 != count {
+		return Range{}, fmt.Errorf("ticketd: the server answered range %d..%d of %q for %d IDs of %q", r.First, r.Last, r.Sequence, count, sequence)
 	}
 	return Range{First: r.First, Last: r.Last}, nil
 }
@@ -677,23 +678,61 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, 
 		return resp.StatusCode, 0, fmt.Errorf("%s %s%s: reading the answer: %w", method, ep.base, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		e := &APIError{Endpoint: ep.base, StatusCode: resp.StatusCode}
-		if json.Unmarshal(data, &e.Problem) != nil || e.Problem.Title == "" {
-			e.Problem = api.Problem{Title: http.StatusText(resp.StatusCode), Status: resp.StatusCode,
-				Detail: strings.TrimSpace(string(data))}
-			if len(e.Problem.Detail) > 200 {
-				e.Problem.Detail = e.Problem.Detail[:200] + "..."
-			}
-		}
+		e := &APIError{Endpoint: ep.base, StatusCode: resp.StatusCode, Problem: problemOf(resp.StatusCode, data)}
 		return resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), e
 	}
-	if out != nil && len(data) > 0 {
+	if out != nil {
+		// Every answer with a body is a JSON object: an empty one (or
+		// null) would leave out as zero values, a bogus answer.
+		if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
+			return resp.StatusCode, 0, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with %d and no body, where a JSON object was expected",
+				ep.base, method, path, resp.StatusCode)}
+		}
 		if err := json.Unmarshal(data, out); err != nil {
 			return resp.StatusCode, 0, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with a body that is not the expected JSON: %v",
 				ep.base, method, path, err)}
 		}
 	}
 	return resp.StatusCode, 0, nil
+}
+
+// problemOf reads the problem details of a non-2xx answer. Every member of
+// a problem document is optional (RFC 9457), and each is read on its own,
+// by its exact name: a document with a type, title or detail keeps them as
+// they came, whatever its other members hold, with the status's text for a
+// missing title. Any other body (a proxy's HTML page, plain text) becomes
+// the detail, cut to 200 bytes.
+func problemOf(status int, data []byte) api.Problem {
+	title := http.StatusText(status)
+	if title == "" {
+		title = "HTTP " + strconv.Itoa(status)
+	}
+	var p api.Problem
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) == nil {
+		str := func(k string) string {
+			var s string
+			_ = json.Unmarshal(m[k], &s) // absent or not a string: ""
+			return s
+		}
+		p = api.Problem{Type: str("type"), Title: str("title"), Detail: str("detail"), Leader: str("leader")}
+		_ = json.Unmarshal(m["status"], &p.Status)
+	}
+	if p.Type != "" || p.Title != "" || p.Detail != "" {
+		if p.Title == "" {
+			p.Title = title
+		}
+		return p
+	}
+	p = api.Problem{Title: title, Status: status, Detail: strings.TrimSpace(string(data))}
+	if len(p.Detail) > 200 {
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(p.Detail[cut]) {
+			cut-- // not inside a UTF-8 sequence
+		}
+		p.Detail = p.Detail[:cut] + "..."
+	}
+	return p
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.

@@ -994,8 +994,13 @@ func (g *Snowflake) run() {
 			g.stats.RenewFailures++
 			g.mu.Unlock()
 			g.fail(err, "renewing the worker-id lease failed; retrying")
-			if ae := (*APIError)(nil); errors.As(err, &ae) && !ae.retryable() {
-				g.sleep(bo.NextBackOff()) // a final answer such as 401: do not hammer
+			if !errors.Is(err, ErrUnavailable) {
+				// A final answer such as 401, or one this generator
+				// cannot use (a 200 that is not JSON): the next renewal
+				// would get the same at once, and renewAt has not moved.
+				// Do not hammer. (ErrUnavailable comes after retries
+				// that took the renewal's whole time.)
+				g.sleep(bo.NextBackOff())
 			}
 		}
 	}
@@ -1065,7 +1070,7 @@ func (g *Snowflake) acquire() error {
 	}
 	recvW, _ := g.cfg.clock.Now()
 	lay, lerr := newLayout(out.Layout)
-	if lerr == nil && (out.WorkerID < 0 || out.WorkerID > lay.maxWorker || out.Token == 0 || out.TTLMs < 1 || out.TimestampFloorMs < 0) {
+	if lerr == nil && (out.WorkerID < 0 || out.WorkerID > lay.maxWorker || out.Token == 0 || out.TTLMs < 1 || out.TTLMs > maxLeaseTTLMs || out.TimestampFloorMs < 0) {
 		lerr = fmt.Errorf("worker %d, token %d, ttl_ms %d, timestamp_floor_ms %d", out.WorkerID, out.Token, out.TTLMs, out.TimestampFloorMs)
 	}
 	g.mu.Lock()
@@ -1122,6 +1127,12 @@ func (g *Snowflake) acquire() error {
 		"ttl", l.ttl, "timestamp_floor_ms", l.floorMs, "holder", g.cfg.holder)
 	return nil
 }
+
+// maxLeaseTTLMs is the longest lease TTL a generator takes (the cluster
+// allows an hour): a longer one is a bogus answer, and far longer ones
+// overflow a time.Duration (ttl_ms 18446744073710 made a lease of 448 µs)
+// or the deadlines computed from it.
+const maxLeaseTTLMs = int64(24 * time.Hour / time.Millisecond)
 
 // clientTimeMs is the client_time_ms of a request sent at sendW: its Unix
 // time in ms, rounded up, so that the bound the cluster records,
@@ -1183,8 +1194,9 @@ func (g *Snowflake) renew(l *sfLease) error {
 	if err != nil {
 		return snowflakeError(err)
 	}
-	if out.WorkerID != l.worker || out.Token != l.token || out.TTLMs < 1 {
-		return fmt.Errorf("%w: the renewal of worker %d token %d was answered with worker %d token %d", ErrLeaseLost, l.worker, l.token, out.WorkerID, out.Token)
+	if out.WorkerID != l.worker || out.Token != l.token || out.TTLMs < 1 || out.TTLMs > maxLeaseTTLMs {
+		return fmt.Errorf("%w: the renewal of worker %d token %d was answered with worker %d token %d ttl_ms %d",
+			ErrLeaseLost, l.worker, l.token, out.WorkerID, out.Token, out.TTLMs)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -1193,6 +1205,17 @@ func (g *Snowflake) renew(l *sfLease) error {
 	}
 	ttl := time.Duration(out.TTLMs) * time.Millisecond
 	if ttl < l.ttl { // the TTL never changes for a namespace; take the shorter to be safe
+		// Checked before the lease changes: a TTL the margin does not fit
+		// would leave a lease no renewal can extend. Drop it; the next
+		// acquire refuses that TTL as it refuses it at the start.
+		margin := g.cfg.margin
+		if margin == 0 {
+			margin = ttl / 10
+		}
+		if margin >= ttl/2 {
+			return fmt.Errorf("%w: the renewal of worker %d answered a TTL of %v, too short for the safety margin %v",
+				ErrLeaseLost, l.worker, ttl, margin)
+		}
 		l.ttl = ttl
 	}
 	if err := g.setDeadlineLocked(l, sendW, sendM, realSend); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,29 @@ func (s *Service) observe(next echo.HandlerFunc) echo.HandlerFunc {
 				"forwarded_by", req.Header.Get(ForwardedHeader))
 		}
 		return nil
+	}
+}
+
+// decodeParams percent-decodes the path parameters. Echo matches a route
+// against the request's RawPath when it has one (Go keeps RawPath only when
+// the client escaped the path otherwise than Go would: "%2D" for '-', or
+// url.PathEscape's "%3B" for ';') and then hands the parameters out still
+// escaped; matched against Path they come decoded. Without this a handler
+// saw "n%31" for /v1/cluster/members/n%31 but "no body" for
+// /v1/cluster/members/no%20body, and a member whose id the SDK escapes could
+// never be removed. RFC 3986 makes both spellings the same URI.
+func decodeParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().URL.RawPath != "" {
+			vals := c.ParamValues()
+			for i, v := range vals {
+				if d, err := url.PathUnescape(v); err == nil {
+					vals[i] = d
+				}
+			}
+			c.SetParamValues(vals...)
+		}
+		return next(c)
 	}
 }
 

@@ -153,7 +153,7 @@ func New(cfg Config) *Service {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleEchoError
 
-	e.Use(s.observe)
+	e.Use(s.observe, decodeParams)
 	admin, reserve := s.require(auth.ScopeAdmin), s.require(auth.ScopeReserve)
 	if cfg.Pprof {
 		for _, p := range []struct {

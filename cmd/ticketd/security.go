@@ -57,7 +57,7 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 		raftCert:      fs.String("raft-tls-cert", "", "certificate (PEM) for mutual TLS on the Raft port"),
 		raftKey:       fs.String("raft-tls-key", "", "private key (PEM) for --raft-tls-cert"),
 		raftCA:        fs.String("raft-tls-ca", "", "CA (PEM) that signed every node's Raft certificate"),
-		insecureRaft:  fs.Bool("insecure-plaintext-raft", false, "allow the Raft port without TLS: anyone who reaches it can read the log and write to it (never in production; --dev implies it)"),
+		insecureRaft:  fs.Bool("insecure-plaintext-raft", false, "allow the Raft port without TLS: anyone who reaches it can read the log, write to it and take the cluster down (never in production; --dev implies it)"),
 		tlsReload:     fs.Duration("tls-reload-interval", 10*time.Second, "how often certificate, key and CA files are checked for changes and reloaded (0: only on SIGHUP)"),
 	}
 }
@@ -155,7 +155,7 @@ func (f *securityFlags) applyRaftTLS(cfg *server.Config) error {
 	}
 	switch {
 	case n == 0 && (*f.insecureRaft || *f.dev):
-		cfg.Logger.Warn("the Raft port speaks PLAINTEXT: anyone who reaches it can read the log and append to it; give --raft-tls-cert, --raft-tls-key and --raft-tls-ca in production")
+		cfg.Logger.Warn("the Raft port speaks PLAINTEXT: anyone who reaches it can read the log, append to it, make the node allocate gigabytes with one small frame, or stop elections for good with one forged term; give --raft-tls-cert, --raft-tls-key and --raft-tls-ca in production")
 		return nil
 	case n == 0:
 		return usageError{`the Raft port needs mutual TLS: give --raft-tls-cert, --raft-tls-key and --raft-tls-ca.
