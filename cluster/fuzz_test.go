@@ -820,64 +820,10 @@ func TestRaftPort_GarbageAndTruncatedFrames_EveryNodeStaysUp(t *testing.T) {
 
 // Test harness.
 
-type timings struct{ heartbeat, election, lease time.Duration }
-
-var (
-	// fastTimings suit a single node: its elections need no peer.
-	fastTimings = timings{100 * time.Millisecond, 100 * time.Millisecond, 50 * time.Millisecond}
-	// raceTimings are those of internal/testcluster: fast, yet calm under
-	// the race detector on two cores.
-	raceTimings = timings{300 * time.Millisecond, 300 * time.Millisecond, 150 * time.Millisecond}
-)
-
-// startNodes starts a cluster of n nodes on 127.0.0.1 ports, shut down when
-// the test ends; a single node bootstraps itself, more bootstrap from one
-// initial cluster.
-func startNodes(t testing.TB, n int, tm timings) []*Node {
-	t.Helper()
-	dir := t.TempDir()
-	lns := make([]net.Listener, n)
-	var peers []Peer
-	for i := range lns {
-		lns[i] = listenLoopback(t)
-		t.Cleanup(func() { _ = lns[i].Close() }) // if its node never took it
-		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: lns[i].Addr().String()})
-	}
-	var nodes []*Node
-	for i, p := range peers {
-		cfg := DefaultConfig()
-		cfg.ID = p.ID
-		cfg.DataDir = filepath.Join(dir, p.ID)
-		cfg.Listener = lns[i]
-		cfg.RaftAddr = p.RaftAddr
-		cfg.HTTPAdvertise = fmt.Sprintf("127.0.0.1:%d", 1+i)
-		if n == 1 {
-			cfg.Bootstrap = true
-		} else {
-			cfg.InitialCluster = peers
-		}
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = tm.heartbeat, tm.election, tm.lease
-		cfg.CommitTimeout = 5 * time.Millisecond
-		cfg.ProbeTimeout = 500 * time.Millisecond
-		cfg.Logger = discardLogger()
-		cfg.RaftLogLevel = slog.LevelError
-		if os.Getenv("TICKETD_TEST_LOG") != "" {
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			cfg.RaftLogLevel = slog.LevelInfo
-		}
-		node, err := Open(cfg, fsm.New(), nil)
-		if err != nil {
-			t.Fatalf("open %s: %v", p.ID, err)
-		}
-		t.Cleanup(func() { _ = node.Shutdown(context.Background(), false) })
-		nodes = append(nodes, node)
-	}
-	return nodes
-}
-
 // applyEventually applies cmd on whichever node serves as leader, retrying
-// while there is none or leadership moves.
-func applyEventually(t testing.TB, nodes []*Node, cmd []byte, timeout time.Duration) {
+// while there is none or leadership moves, and returns the node that
+// applied it.
+func applyEventually(t testing.TB, nodes []*Node, cmd []byte, timeout time.Duration) *Node {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error = ErrNotLeader
@@ -890,7 +836,7 @@ func applyEventually(t testing.TB, nodes []*Node, cmd []byte, timeout time.Durat
 			_, err := n.Apply(ctx, cmd)
 			cancel()
 			if err == nil {
-				return
+				return n
 			}
 			if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrLeadershipLost) {
 				t.Fatalf("apply on %s: %v", n.ID(), err)
@@ -900,6 +846,7 @@ func applyEventually(t testing.TB, nodes []*Node, cmd []byte, timeout time.Durat
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no apply committed within %v: %v", timeout, last)
+	return nil
 }
 
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {

@@ -3,37 +3,14 @@ package cluster
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/ticketd/ticketd/fsm"
 )
 
 func openSingleNode(t *testing.T) *Node {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.ID = "n1"
-	cfg.DataDir = filepath.Join(t.TempDir(), "n1")
-	cfg.Listener = ln
-	cfg.RaftAddr = ln.Addr().String()
-	cfg.HTTPAdvertise = "127.0.0.1:1"
-	cfg.Bootstrap = true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.RaftLogLevel = slog.LevelError
-	n, err := Open(cfg, fsm.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return startNodes(t, 1, fastTimings)[0]
 }
 
 // TestShutdown_RaftHangs_ReturnsAtTheDeadline: when Raft does not stop
