@@ -10,6 +10,7 @@
 #   scripts/fuzz.sh --time 1h FuzzApplyLog FuzzAPIRequest
 #   scripts/fuzz.sh --list
 #   FUZZ_PARALLEL=1 scripts/fuzz.sh     # workers per target (default: every CPU)
+#   FUZZ_MINIMIZE=60s scripts/fuzz.sh   # time to minimize a new input (default 10s)
 #
 # A summary goes to stdout and to fuzz-results/<timestamp>.txt.
 set -euo pipefail
@@ -22,7 +23,7 @@ while (( $# )); do
     --time) time=$2; shift 2 ;;
     --time=*) time=${1#--time=}; shift ;;
     --list) list=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown flag $1" >&2; exit 2 ;;
     *) want+=("$1"); shift ;;
   esac
@@ -57,11 +58,25 @@ for t in "${targets[@]}"; do
   pkg=${t% *}; name=${t#* }
   log=$(mktemp)
   start=$(date +%s)
-  if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$time" "${parallel[@]}" "$pkg" >"$log" 2>&1; then
-    result=ok
-  else
+  corpus=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
+  before=$(ls "$corpus" 2>/dev/null | sort || true)
+  for attempt in 1 2; do
+    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$time" -fuzzminimizetime "${FUZZ_MINIMIZE:-10s}" "${parallel[@]}" "$pkg" >"$log" 2>&1; then
+      result=ok; break
+    fi
+    after=$(ls "$corpus" 2>/dev/null | sort || true)
+    # Go 1.26's fuzz coordinator can fail a run at the -fuzztime deadline
+    # with "context deadline exceeded" and no failing input (a race in
+    # internal/fuzz, golang/go#75804, fixed in Go 1.27). Such a run found
+    # nothing: it is run once more, and not counted as a failure if it
+    # happens again. A real failure always writes its input.
+    if [[ $before == "$after" ]] && grep -q 'context deadline exceeded' "$log" && ! grep -q -e 'panic:' -e 'Failing input written' "$log"; then
+      result="ok (deadline race, golang/go#75804)"
+      continue
+    fi
     result=FAIL; failed=1
-  fi
+    break
+  done
   # The last progress line: "fuzz: elapsed: 10m0s, execs: 1234567 (2057/sec), new interesting: 12 (total: 80)".
   last=$(grep -E '^fuzz: elapsed: .*execs: [0-9]+' "$log" | tail -1 || true)
   execs=$(sed -nE 's/.*execs: ([0-9]+).*/\1/p' <<<"$last")
