@@ -23,7 +23,7 @@ while (( $# )); do
     --time) time=$2; shift 2 ;;
     --time=*) time=${1#--time=}; shift ;;
     --list) list=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown flag $1" >&2; exit 2 ;;
     *) want+=("$1"); shift ;;
   esac
