@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/http/pprof"
@@ -527,6 +528,11 @@ func (s *Service) memberRequest(c echo.Context) (api.JoinRequest, error) {
 func validateHostPort(addr string) error {
 	u, err := url.Parse("//" + addr)
 	if err != nil || u.Host != addr || u.Port() == "" || u.Hostname() == "" {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	// url.Parse lets through hosts no dialer takes ("]:1"); the address
+	// is dialed with net, so net must be able to split it.
+	if host, _, err := net.SplitHostPort(addr); err != nil || host == "" {
 		return fmt.Errorf("%q is not host:port", addr)
 	}
 	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
