@@ -60,8 +60,10 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   corpus=$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$name
   before=$(ls "$corpus" 2>/dev/null | sort || true)
+  # -timeout 0: go test's default 10-minute timeout would otherwise race a
+  # 10-minute -fuzztime; -fuzztime is what bounds the run.
   for attempt in 1 2; do
-    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$time" -fuzzminimizetime "${FUZZ_MINIMIZE:-10s}" "${parallel[@]}" "$pkg" >"$log" 2>&1; then
+    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$time" -fuzzminimizetime "${FUZZ_MINIMIZE:-10s}" -timeout 0 "${parallel[@]}" "$pkg" >"$log" 2>&1; then
       result=ok; break
     fi
     after=$(ls "$corpus" 2>/dev/null | sort || true)
