@@ -187,7 +187,6 @@ func (f *securityFlags) watchTLS(stop <-chan struct{}, log *slog.Logger, m *metr
 	signal.Notify(hup, syscall.SIGHUP)
 	triggers := make([]chan struct{}, len(f.sources))
 	for i, w := range f.sources {
-		w := w
 		triggers[i] = make(chan struct{}, 1)
 		w.src.OnLoad(func(leaf *x509.Certificate) { m.SetCertificateExpiry(w.listener, leaf.NotAfter) })
 		go w.src.Watch(stop, triggers[i], *f.tlsReload, func(changed bool, err error) {
