@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bwmarrin/snowflake"
-	"github.com/sony/sonyflake"
-
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 )
@@ -17,9 +14,11 @@ import (
 // stand-in (fake_test.go) that answers ranges of api.MaxReserveCount IDs, so
 // that a refill comes once per 10 M IDs and is fetched ahead. Beside them,
 // bwmarrin/snowflake and sony/sonyflake generate IDs in-process in the same
-// run. Compare the ids/s columns.
+// run (cmd/ticketd-bench/generators_bench_test.go: they live in the
+// benchmark's module so that the SDK's module requires neither). Compare the
+// ids/s columns of one run of both, from the repository's root:
 //
-//	go test -run XXX -bench . -benchmem ./client/
+//	go test -run XXX -bench . -benchmem ./client/ ./cmd/ticketd-bench/
 
 func benchSequence(b *testing.B) *client.Sequence {
 	b.Helper()
@@ -89,65 +88,4 @@ func BenchmarkSequence_NextN(b *testing.B) {
 			reportIDs(b, n)
 		})
 	}
-}
-
-func BenchmarkSnowflake_Generate(b *testing.B) {
-	node, err := snowflake.NewNode(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sink int64
-	for b.Loop() {
-		sink += node.Generate().Int64()
-	}
-	reportIDs(b, 1)
-	_ = sink
-}
-
-func BenchmarkSnowflake_GenerateParallel(b *testing.B) {
-	node, err := snowflake.NewNode(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_ = node.Generate()
-		}
-	})
-	reportIDs(b, 1)
-}
-
-func newSonyflake(b *testing.B) *sonyflake.Sonyflake {
-	sf, err := sonyflake.New(sonyflake.Settings{MachineID: func() (uint16, error) { return 1, nil }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return sf
-}
-
-func BenchmarkSonyflake_NextID(b *testing.B) {
-	sf := newSonyflake(b)
-	var sink uint64
-	for b.Loop() {
-		id, err := sf.NextID()
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink += id
-	}
-	reportIDs(b, 1)
-	_ = sink
-}
-
-func BenchmarkSonyflake_NextIDParallel(b *testing.B) {
-	sf := newSonyflake(b)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := sf.NextID(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	reportIDs(b, 1)
 }

@@ -4,72 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 )
-
-// TestMain checks, once every test has run, that no goroutine of this
-// package or of an HTTP client connection is left. (A whole-process
-// goleak.VerifyTestMain cannot be used here: the in-process clusters leave
-// Raft goroutines of killed nodes behind. The tests that need no cluster
-// run goleak.VerifyNone themselves.)
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		var left []string
-		for i := 0; i < 100; i++ { // up to 5 s for goroutines that are ending
-			if left = clientGoroutines(); len(left) == 0 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if len(left) > 0 {
-			fmt.Fprintf(os.Stderr, "leaked %d client goroutines:\n\n%s\n", len(left), strings.Join(left, "\n\n"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// clientGoroutines returns the stacks of the goroutines running code of
-// package client or an HTTP client connection.
-func clientGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "github.com/ticketd/ticketd/client.") || strings.Contains(g, "net/http.(*persistConn)") {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// noLeak checks, when the test ends, that every goroutine it started has
-// ended (for tests that start no cluster).
-func noLeak(t *testing.T) {
-	opt := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
-}
 
 // newClient makes a client with fast retries and closes it when the test
 // ends.

@@ -4,14 +4,6 @@ import "time"
 
 // Internals the external tests check.
 
-// WaitsWhileCached counts the calls of s that waited on the network although
-// its cache held IDs: the property "no call waits while IDs are cached".
-func WaitsWhileCached(s *Sequence) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waitsWhileCached
-}
-
 // ParseRetryAfter is parseRetryAfter.
 func ParseRetryAfter(v string, now time.Time) time.Duration { return parseRetryAfter(v, now) }
 

@@ -492,6 +492,11 @@ type SequenceStats struct {
 	// Waits counts the Next and NextN calls that waited on the network
 	// because the cache was empty.
 	Waits int64
+	// WaitsWhileCached counts the waits that found IDs in the cache all
+	// the same. It is always zero unless the cache has a bug; it is here so
+	// that the SDK's own tests against real clusters, and a careful caller's
+	// monitoring, can check that promise from outside.
+	WaitsWhileCached int64
 	// RangeSize is the size of the last range asked for.
 	RangeSize int64
 	// Rate is the observed rate in IDs per second (0 until known).
@@ -509,6 +514,8 @@ func (s *Sequence) Stats() SequenceStats {
 		Waits:     s.waits,
 		RangeSize: s.lastSize,
 		Rate:      s.sizer.rate,
+
+		WaitsWhileCached: s.waitsWhileCached,
 	}
 }
 

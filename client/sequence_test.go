@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 )
@@ -79,7 +77,7 @@ func TestSequence_ManyGoroutines_UniqueAndIncreasingPerGoroutine(t *testing.T) {
 		all = append(all, ids...)
 	}
 	checkUnique(t, all)
-	if w := client.WaitsWhileCached(seq); w != 0 {
+	if w := seq.Stats().WaitsWhileCached; w != 0 {
 		t.Fatalf("%d calls waited on the network while the cache held IDs", w)
 	}
 	if _, _, maxIn := f.stats(); maxIn != 1 {
@@ -204,7 +202,7 @@ func TestSequence_ServerDown_ServesCacheThenUnavailable_RecoversByItself(t *test
 		!errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("Next on an empty cache while the server is down: %v; want ErrUnavailable with the last 503", err)
 	}
-	if w := client.WaitsWhileCached(seq); w != 0 {
+	if w := seq.Stats().WaitsWhileCached; w != 0 {
 		t.Fatalf("%d calls waited while IDs were cached", w)
 	}
 
@@ -220,7 +218,7 @@ func TestSequence_ServerDown_ServesCacheThenUnavailable_RecoversByItself(t *test
 }
 
 func TestSequence_Close_StopsRetryingRefill_NoLeak(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	noLeak(t)
 	f := newFake()
 	defer f.Close()
 	f.addSequence("s", 1, api.DefaultMax)
@@ -260,7 +258,7 @@ func TestSequence_Close_StopsRetryingRefill_NoLeak(t *testing.T) {
 	if st := seq.Stats(); st.Refilling {
 		t.Fatalf("a refill is still in flight after Close: %+v", st)
 	}
-	c.Close() // idempotent; goleak checks that every goroutine ended
+	c.Close() // idempotent; noLeak checks that every goroutine ended
 }
 
 func TestSequence_NextN_RangesSpanningCachedRanges(t *testing.T) {

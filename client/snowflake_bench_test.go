@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 )
 
-// The Snowflake generator beside bwmarrin/snowflake (BenchmarkSnowflake_*
-// in bench_test.go), sony/sonyflake and uuid.NewV7, in one run:
+// The Snowflake generator beside bwmarrin/snowflake, sony/sonyflake and
+// uuid.NewV7 (in the benchmark's module,
+// cmd/ticketd-bench/generators_bench_test.go), in one run from the
+// repository's root:
 //
-//	go test -run XXX -bench 'Snowflake|UUID' -benchmem ./client/
+//	go test -run XXX -bench 'Snowflake|UUID' -benchmem ./client/ ./cmd/ticketd-bench/
 //
 // The generator's lease comes from an in-process stand-in (snowflake_test.go)
 // with a 30 s TTL: a renewal every 10 s, off the hot path. With the default
@@ -97,35 +97,4 @@ func BenchmarkSnowflakeLease_NextN100Wide(b *testing.B) {
 		}
 	}
 	reportIDs(b, 100)
-}
-
-// sony/sonyflake again, under a name the 'Snowflake|UUID' pattern selects
-// (BenchmarkSonyflake_* in bench_test.go are the same code).
-func BenchmarkSnowflakeSony_NextID(b *testing.B) { BenchmarkSonyflake_NextID(b) }
-
-func BenchmarkSnowflakeSony_NextIDParallel(b *testing.B) { BenchmarkSonyflake_NextIDParallel(b) }
-
-func BenchmarkUUIDv7_New(b *testing.B) {
-	var sink byte
-	for b.Loop() {
-		u, err := uuid.NewV7()
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink ^= u[15]
-	}
-	reportIDs(b, 1)
-	_ = sink
-}
-
-func BenchmarkUUIDv7_NewParallel(b *testing.B) {
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := uuid.NewV7(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	reportIDs(b, 1)
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every Go fuzz target of the module (func FuzzXxx), one after another,
+# Runs every Go fuzz target of every module of go.work (func FuzzXxx), one after another,
 # each for the time given, and prints executions and findings per target.
 # A crash fails the run; Go keeps the input under <package>/testdata/fuzz/
 # FuzzXxx/, where it becomes a regression test of `go test` (fix the cause,
@@ -35,7 +35,7 @@ while read -r pkg; do
   while read -r name; do
     [[ $name == Fuzz* ]] && targets+=("$pkg $name")
   done < <(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
-done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '^$')
+done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(go list -m -f '{{.Dir}}/...') | grep -v '^$')
 
 if (( ${#want[@]} )); then
   sel=()

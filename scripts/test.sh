@@ -8,9 +8,15 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [[ -n "$unformatted" ]]; then
   echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
 fi
-go vet ./...
+# Every module of go.work: the server (.), api, client (the SDK), the
+# benchmark command and the fault suite. A bare ./... would stop at the
+# nested modules' go.mod files.
+packages=$(go list -m -f '{{.Dir}}/...')
+go vet $packages
+# Each module tidy, and the SDK's module graph small (issue #12).
+scripts/modules.sh
 # -p 1: packages that start clusters must not run side by side on a small machine.
-go test -race -count=1 -p 1 -timeout 25m "$@" ./...
+go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # Every fuzz target for a few seconds beyond its seed corpus (which the
 # line above already ran as tests); scripts/fuzz.sh runs them for longer.
 scripts/fuzz.sh --time "${FUZZ_TIME:-5s}"

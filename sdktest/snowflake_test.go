@@ -1,4 +1,4 @@
-package client_test
+package sdktest
 
 import (
 	"context"
@@ -617,8 +617,7 @@ func TestCluster_Snowflake_LostAcquireAnswer_RetryGetsTheSameLease(t *testing.T)
 // with ErrClockMovedBackwards rather than issue an ID below a's.
 func TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt(t *testing.T) {
 	tc, urls, _, ctx := snowflakeCluster(t, 60*time.Second, "users", api.NamespaceRequest{MaxWorkers: i64p(1), LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(1000)})
-	fast := newFakeClock(true)
-	fast.Step(time.Hour)
+	fast := aheadClock{start: time.Now(), ahead: time.Hour}
 	a := newSnowflake(t, newClient(t, urls), "users", client.WithHolder("a"), client.WithClock(fast))
 	la := waitLease(t, a, 20*time.Second)
 	var maxA int64
@@ -648,4 +647,16 @@ func TestCluster_Snowflake_HolderClockAnHourFast_NextHolderStaysAboveIt(t *testi
 	}
 	auditClean(t, tc, 5)
 	t.Logf("a issued up to %d (an hour fast); b holds worker %d with floor %d and refuses: %+v", maxA, lb.WorkerID, lb.TimestampFloorMs, b.Stats())
+}
+
+// aheadClock is a client.Clock that runs with real time, its wall clock
+// ahead by a fixed amount (a host whose clock is wrong).
+type aheadClock struct {
+	start time.Time // with a monotonic reading
+	ahead time.Duration
+}
+
+func (c aheadClock) Now() (time.Time, time.Duration) {
+	elapsed := time.Since(c.start)
+	return c.start.Round(0).Add(elapsed + c.ahead), elapsed
 }

@@ -1,4 +1,4 @@
-package client_test
+package sdktest
 
 import (
 	"context"
@@ -240,7 +240,7 @@ func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoW
 	defer mu.Unlock()
 	checkUnique(t, all)
 	for i, s := range seqs {
-		if w := client.WaitsWhileCached(s); w != 0 {
+		if w := s.Stats().WaitsWhileCached; w != 0 {
 			t.Fatalf("Sequence %d: %d Next calls waited on the network while its cache held IDs", i, w)
 		}
 	}
@@ -300,7 +300,7 @@ func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t 
 	if served != 2*size-1 {
 		t.Fatalf("served %d IDs with every node down; want exactly the %d cached", served, 2*size-1)
 	}
-	if w := client.WaitsWhileCached(seq); w != 0 {
+	if w := seq.Stats().WaitsWhileCached; w != 0 {
 		t.Fatalf("%d Next calls waited while IDs were cached", w)
 	}
 	if _, err := c.Reserve(ctxFor(t, 300*time.Millisecond), "down", 1); !errors.Is(err, client.ErrUnavailable) {

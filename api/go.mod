@@ -1,0 +1,3 @@
+module github.com/ticketd/ticketd/api
+
+go 1.25
