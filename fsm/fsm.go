@@ -1,5 +1,10 @@
 // Package fsm is ticketd's replicated state machine: named sequences with
-// their high-water marks, and the cluster's member metadata.
+// their high-water marks; Snowflake namespaces (a layout and its worker ids)
+// with their worker-id leases, granted, renewed, ended and recycled by log
+// entries alone (lease.go); the allocation audit, a bounded record of every
+// block and lease grant with the uniqueness probe that checks it (audit.go);
+// backup and restore into a fresh cluster (backup.go); and the cluster's
+// member metadata.
 //
 // It is pure and deterministic: the same log gives the same state and the same
 // responses on every node. It knows raft.Log, raft.FSMSnapshot and
