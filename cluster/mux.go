@@ -43,6 +43,30 @@ type mux struct {
 	// cannot hold up Close for muxHeaderTimeout.
 	mu      sync.Mutex
 	pending map[net.Conn]struct{}
+	// raftOwned holds the connections handed to Raft that are still open.
+	// hashicorp/raft's NetworkTransport never closes the incoming
+	// connections it serves when it closes: each handler goroutine waits
+	// in Read until the peer hangs up, which in a process that outlives
+	// the node (an embedding program, the in-process tests) is never.
+	// Close closes them.
+	raftOwned map[*raftConn]struct{}
+}
+
+// raftConn is an incoming connection handed to Raft; closing it, as Raft's
+// handler does when it is done, forgets it.
+type raftConn struct {
+	net.Conn
+	m    *mux
+	once sync.Once
+}
+
+func (c *raftConn) Close() error {
+	c.once.Do(func() {
+		c.m.mu.Lock()
+		delete(c.m.raftOwned, c)
+		c.m.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe func(net.Conn)) *mux {
@@ -58,6 +82,7 @@ func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger
 		probe:     probe,
 		closed:    make(chan struct{}),
 		pending:   make(map[net.Conn]struct{}),
+		raftOwned: make(map[*raftConn]struct{}),
 	}
 	m.wg.Add(1)
 	go m.serve()
@@ -120,10 +145,14 @@ func (m *mux) route(c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	switch b[0] {
 	case muxRaft:
+		rc := &raftConn{Conn: c, m: m}
+		m.mu.Lock()
+		m.raftOwned[rc] = struct{}{}
+		m.mu.Unlock()
 		select {
-		case m.raftConns <- c:
+		case m.raftConns <- rc:
 		case <-m.closed:
-			_ = c.Close()
+			_ = rc.Close()
 		}
 	case muxProbe:
 		// The probe server owns the connection from here and closes it
@@ -136,8 +165,9 @@ func (m *mux) route(c net.Conn) {
 }
 
 // Close stops accepting, closes the connections that have not named their
-// service yet, and waits for the routing goroutines. Connections already
-// handed to Raft or to the probe server are theirs to close.
+// service yet and those handed to Raft, and waits for the routing
+// goroutines. Connections handed to the probe server are its to close. Call
+// it once Raft has shut down.
 func (m *mux) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
@@ -146,7 +176,14 @@ func (m *mux) Close() error {
 		for c := range m.pending {
 			_ = c.Close()
 		}
+		owned := make([]*raftConn, 0, len(m.raftOwned))
+		for c := range m.raftOwned {
+			owned = append(owned, c)
+		}
 		m.mu.Unlock()
+		for _, c := range owned {
+			_ = c.Close() // takes m.mu to forget itself
+		}
 		err = m.ln.Close()
 	})
 	m.wg.Wait()

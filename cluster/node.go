@@ -775,6 +775,9 @@ func (n *Node) closeNetwork() error {
 	}
 	if n.trans != nil {
 		errs = append(errs, n.trans.Close())
+		// Close does not touch the pooled outgoing connections: the
+		// peers' handlers of them would wait for this node forever.
+		n.trans.CloseStreams()
 	}
 	if n.probeServer != nil {
 		n.probeServer.Close()

@@ -6,6 +6,10 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ticketd/ticketd/fsm"
 )
 
 func openSingleNode(t *testing.T) *Node {
@@ -51,4 +55,22 @@ func TestShutdown_Normal_ClosesEverything(t *testing.T) {
 		c.Close()
 		t.Fatal("the Raft port still accepts connections")
 	}
+}
+
+// TestShutdown_ThreeNodes_NoGoroutineOrConnectionLeft: hashicorp/raft's
+// NetworkTransport.Close closes neither its pooled outgoing connections nor
+// the incoming ones it serves, so every node's handler goroutines waited on
+// connections that nothing would ever close, in a process that outlives its
+// nodes (the in-process tests; an embedding program). Shutting all nodes
+// down must leave nothing running.
+func TestShutdown_ThreeNodes_NoGoroutineOrConnectionLeft(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	nodes := startNodes(t, 3, raceTimings)
+	applyEventually(t, nodes, fsm.EncodeSetMember(fsm.SetMember{ID: "x", RaftAddr: "127.0.0.1:1"}), 10*time.Second)
+	for _, n := range nodes {
+		if err := n.Shutdown(context.Background(), false); err != nil {
+			t.Fatalf("shutdown %s: %v", n.ID(), err)
+		}
+	}
+	goleak.VerifyNone(t, before)
 }

@@ -477,6 +477,7 @@ func TestLimits_OversizeAndOverload_NodeKeepsServing(t *testing.T) {
 			if slow.status != http.StatusTooManyRequests {
 				t.Fatalf("the slow request ended before the 429 was seen: %d %v", slow.status, slow.err)
 			}
+			_ = slow.pw.Close() // or the transport keeps waiting for the rest of its body
 			slow = startSlow()
 		default:
 		}
