@@ -20,7 +20,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
 )
 
@@ -663,12 +663,12 @@ func (n *Node) Snapshot(ctx context.Context) error {
 }
 
 // Status returns this node's view of the cluster.
-func (n *Node) Status() (api.ClusterStatus, error) {
+func (n *Node) Status() (domain.ClusterStatus, error) {
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
-		return api.ClusterStatus{}, mapRaftError(err)
+		return domain.ClusterStatus{}, mapRaftError(err)
 	}
-	st := api.ClusterStatus{
+	st := domain.ClusterStatus{
 		Node:         n.cfg.ID,
 		State:        n.raft.State().String(),
 		Leader:       n.LeaderID(),
@@ -676,10 +676,10 @@ func (n *Node) Status() (api.ClusterStatus, error) {
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.raft.AppliedIndex(),
 		RaftTLS:      n.cfg.TLS != nil,
-		Members:      []api.Member{},
+		Members:      []domain.Member{},
 	}
 	for _, s := range cf.Configuration().Servers {
-		m := api.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
+		m := domain.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
 		if md, ok := n.fsm.Member(string(s.ID)); ok {
 			m.HTTPAddr = md.HTTPAddr
 		}

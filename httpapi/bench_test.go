@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/httpapi"
 )
 
@@ -115,16 +115,16 @@ func (s *stubStore) Reserve(_ context.Context, _ string, count int64) (int64, in
 	last := s.next.Add(count)
 	return last - count + 1, last, nil
 }
-func (s *stubStore) CreateSequence(context.Context, fsm.CreateSequence) (fsm.CreateResult, error) {
-	return fsm.CreateResult{}, errStub
+func (s *stubStore) CreateSequence(context.Context, domain.SequenceSettings) (domain.Sequence, bool, error) {
+	return domain.Sequence{}, false, errStub
 }
-func (s *stubStore) Sequence(context.Context, string) (fsm.Sequence, error) {
-	return fsm.Sequence{}, errStub
+func (s *stubStore) Sequence(context.Context, string) (domain.Sequence, error) {
+	return domain.Sequence{}, errStub
 }
-func (s *stubStore) Sequences(context.Context) ([]fsm.Sequence, error) { return nil, errStub }
-func (s *stubStore) Status() (api.ClusterStatus, error)                { return api.ClusterStatus{}, errStub }
-func (s *stubStore) Join(context.Context, api.JoinRequest) error       { return errStub }
-func (s *stubStore) UpdateMember(context.Context, api.JoinRequest) error {
+func (s *stubStore) Sequences(context.Context) ([]domain.Sequence, error) { return nil, errStub }
+func (s *stubStore) Status() (domain.ClusterStatus, error)                { return domain.ClusterStatus{}, errStub }
+func (s *stubStore) Join(context.Context, domain.Member) error            { return errStub }
+func (s *stubStore) UpdateMember(context.Context, domain.Member) error {
 	return errStub
 }
 func (s *stubStore) Remove(context.Context, string) error    { return errStub }

@@ -5,55 +5,69 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/cluster"
-	"github.com/ticketd/ticketd/fsm"
-	"github.com/ticketd/ticketd/issuer"
+	"github.com/ticketd/ticketd/domain"
 )
 
 // retryAfterSeconds is what a 503 tells clients to wait: about one election.
 const retryAfterSeconds = "1"
 
-// storeError maps an error from the Store to its problem.
+// storeError maps an error from the Store to its problem: by its kind
+// (domain.ErrNotFound, ...) and by what the route is about, so that a
+// missing sequence and a missing namespace keep their own problem types.
 func (s *Service) storeError(c echo.Context, err error) error {
+	about := subjectOf(c.Path())
 	switch {
-	case errors.Is(err, fsm.ErrSequenceNotFound):
-		return problem(http.StatusNotFound, api.ProblemNotFound, "sequence not found", err.Error())
-	case errors.Is(err, fsm.ErrSequenceExhausted):
+	case errors.Is(err, domain.ErrNotFound):
+		return problem(http.StatusNotFound, about.notFoundType, about.name+" not found", err.Error())
+	case errors.Is(err, domain.ErrExhausted):
 		return problem(http.StatusConflict, api.ProblemExhausted, "sequence exhausted", err.Error())
-	case errors.Is(err, fsm.ErrSequenceConflict):
-		return problem(http.StatusConflict, api.ProblemConflict, "sequence exists with different settings", err.Error())
-	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrBackupInvalid):
+	case errors.Is(err, domain.ErrConflict):
+		return problem(http.StatusConflict, api.ProblemConflict, about.conflictTitle, err.Error())
+	case errors.Is(err, domain.ErrInvalid):
 		return badRequest(err.Error())
-	case errors.Is(err, fsm.ErrNamespaceNotFound):
-		return problem(http.StatusNotFound, api.ProblemNamespaceNotFound, "namespace not found", err.Error())
-	case errors.Is(err, fsm.ErrNamespaceConflict):
-		return problem(http.StatusConflict, api.ProblemConflict, "namespace exists with different settings", err.Error())
-	case errors.Is(err, fsm.ErrNoWorkerFree):
+	case errors.Is(err, domain.ErrNoWorkerFree):
 		return problem(http.StatusConflict, api.ProblemNoWorkerFree, "no worker id free", err.Error())
-	case errors.Is(err, fsm.ErrLeaseLost):
+	case errors.Is(err, domain.ErrLeaseLost):
 		return problem(http.StatusConflict, api.ProblemLeaseLost, "lease lost", err.Error())
-	case errors.Is(err, fsm.ErrClusterNotEmpty):
-		return problem(http.StatusConflict, api.ProblemConflict, "cluster not empty", err.Error())
-	case errors.Is(err, cluster.ErrMemberConflict):
-		return problem(http.StatusConflict, api.ProblemConflict, "member conflict", err.Error())
-	case errors.Is(err, cluster.ErrMemberUnreachable):
-		return badRequest(err.Error())
-	case errors.Is(err, cluster.ErrMemberNotFound):
-		return problem(http.StatusNotFound, api.ProblemMemberNotFound, "member not found", err.Error())
-	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrLeadershipLost),
-		errors.Is(err, cluster.ErrNotConfirmed), errors.Is(err, cluster.ErrTimeout),
-		errors.Is(err, cluster.ErrShutdown), errors.Is(err, issuer.ErrNotServing),
-		errors.Is(err, issuer.ErrStaleLeadership), errors.Is(err, issuer.ErrContended),
+	case errors.Is(err, domain.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		id, _, _ := s.store.LeaderHTTPAddr()
 		return unavailable(err.Error(), id)
 	}
 	s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	return problem(http.StatusInternalServerError, api.ProblemInternal, "internal error", err.Error())
+}
+
+// subject is what a route is about, for the problems of its errors.
+type subject struct {
+	name          string // "sequence", ...
+	notFoundType  string
+	conflictTitle string
+}
+
+var (
+	aboutSequence  = subject{"sequence", api.ProblemNotFound, "sequence exists with different settings"}
+	aboutNamespace = subject{"namespace", api.ProblemNamespaceNotFound, "namespace exists with different settings"}
+	aboutMember    = subject{"member", api.ProblemMemberNotFound, "member conflict"}
+	aboutCluster   = subject{"cluster", api.ProblemNotFound, "cluster not empty"}
+)
+
+// subjectOf tells what the route with Echo path pattern p is about.
+func subjectOf(p string) subject {
+	switch {
+	case strings.HasPrefix(p, "/v1/namespaces"), strings.HasPrefix(p, "/v1/inspect/snowflake"):
+		return aboutNamespace
+	case strings.HasPrefix(p, "/v1/cluster/members"):
+		return aboutMember
+	case strings.HasPrefix(p, "/v1/restore"), strings.HasPrefix(p, "/v1/backup"), p == "/v1/cluster/snapshot":
+		return aboutCluster
+	}
+	return aboutSequence
 }
 
 // problemError is an error that renders as a problem details response;

@@ -41,10 +41,8 @@ import (
 	"unicode"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/cluster"
-	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/httpapi"
-	"github.com/ticketd/ticketd/issuer"
 )
 
 // ---------------------------------------------------------------------------
@@ -557,11 +555,13 @@ func (s *recStore) expect(ok bool, format string, args ...any) {
 	}
 }
 
-func (s *recStore) ID() string                                  { return "fz" }
-func (s *recStore) Serving() bool                               { return true }
-func (s *recStore) LeaderHTTPAddr() (id, addr string, ok bool)  { return "fz", "127.0.0.1:1", true }
-func (s *recStore) Ready() error                                { return nil }
-func (s *recStore) Status() (api.ClusterStatus, error)          { return api.ClusterStatus{Node: "fz"}, nil }
+func (s *recStore) ID() string                                 { return "fz" }
+func (s *recStore) Serving() bool                              { return true }
+func (s *recStore) LeaderHTTPAddr() (id, addr string, ok bool) { return "fz", "127.0.0.1:1", true }
+func (s *recStore) Ready() error                               { return nil }
+func (s *recStore) Status() (domain.ClusterStatus, error) {
+	return domain.ClusterStatus{Node: "fz"}, nil
+}
 func (s *recStore) Snapshot(context.Context) error              { s.record("Snapshot"); return s.fault }
 func (s *recStore) Backup(_ context.Context, w io.Writer) error { s.record("Backup"); return s.fault }
 
@@ -575,35 +575,35 @@ func (s *recStore) Reserve(_ context.Context, name string, count int64) (int64, 
 	return 1000, 1000 + count - 1, nil
 }
 
-func (s *recStore) CreateSequence(_ context.Context, c fsm.CreateSequence) (fsm.CreateResult, error) {
+func (s *recStore) CreateSequence(_ context.Context, c domain.SequenceSettings) (domain.Sequence, bool, error) {
 	s.record(fmt.Sprintf("CreateSequence(%q,%d,%d)", c.Name, c.Start, c.Max))
 	s.expect(validSequenceName(c.Name), "CreateSequence with invalid name %q", c.Name)
 	s.expect(c.Start >= 1 && c.Max >= c.Start, "CreateSequence with bounds %d..%d", c.Start, c.Max)
-	return fsm.CreateResult{Sequence: fsm.Sequence{Name: c.Name, Start: c.Start, Max: c.Max, Issued: c.Start - 1}, Created: true}, s.fault
+	return domain.Sequence{Name: c.Name, Start: c.Start, Max: c.Max, Next: c.Start, Remaining: c.Max - c.Start + 1}, true, s.fault
 }
 
-func (s *recStore) Sequence(_ context.Context, name string) (fsm.Sequence, error) {
+func (s *recStore) Sequence(_ context.Context, name string) (domain.Sequence, error) {
 	s.record(fmt.Sprintf("Sequence(%q)", name))
 	s.expect(validSequenceName(name), "Sequence with invalid name %q", name)
-	return fsm.Sequence{Name: name, Start: 1, Max: 10, Issued: 10}, s.fault
+	return domain.Sequence{Name: name, Start: 1, Max: 10, Exhausted: true}, s.fault
 }
 
-func (s *recStore) Sequences(context.Context) ([]fsm.Sequence, error) {
+func (s *recStore) Sequences(context.Context) ([]domain.Sequence, error) {
 	s.record("Sequences")
 	return nil, s.fault
 }
 
-func (s *recStore) checkMember(what string, r api.JoinRequest) {
+func (s *recStore) checkMember(what string, r domain.Member) {
 	s.expect(r.ID != "" && hostPort(r.RaftAddr) && hostPort(r.HTTPAddr), "%s with %+v", what, r)
 }
 
-func (s *recStore) Join(_ context.Context, r api.JoinRequest) error {
+func (s *recStore) Join(_ context.Context, r domain.Member) error {
 	s.record(fmt.Sprintf("Join(%q,%q,%q)", r.ID, r.RaftAddr, r.HTTPAddr))
 	s.checkMember("Join", r)
 	return s.fault
 }
 
-func (s *recStore) UpdateMember(_ context.Context, r api.JoinRequest) error {
+func (s *recStore) UpdateMember(_ context.Context, r domain.Member) error {
 	s.record(fmt.Sprintf("UpdateMember(%q,%q,%q)", r.ID, r.RaftAddr, r.HTTPAddr))
 	s.checkMember("UpdateMember", r)
 	return s.fault
@@ -620,109 +620,112 @@ func (s *recStore) Restore(_ context.Context, backup []byte, advance int64) erro
 	return s.fault
 }
 
-func fuzzNamespace(name string) fsm.Namespace {
-	return fsm.Namespace{Name: name, EpochMs: api.DefaultEpochMs, TimestampBits: 41, WorkerBits: 10, SequenceBits: 12,
+func fuzzNamespace(name string) domain.Namespace {
+	return domain.Namespace{Name: name, EpochMs: api.DefaultEpochMs, TimestampBits: 41, WorkerBits: 10, SequenceBits: 12,
 		TickMs: 1, MaxWorkers: 1024, LeaseTTLMs: 30_000, RecycleDelayMs: 60_000}
 }
 
-func (s *recStore) CreateNamespace(_ context.Context, n fsm.Namespace) (fsm.NamespaceResult, error) {
+func (s *recStore) CreateNamespace(_ context.Context, n domain.NamespaceSettings) (domain.Namespace, bool, error) {
 	s.record(fmt.Sprintf("CreateNamespace(%+v)", n))
 	// The layout rules are the state machine's (fsm validates); the
 	// handler only decodes. Answer with what was asked, however odd, so
 	// that the views see odd layouts too.
-	return fsm.NamespaceResult{Namespace: n, Created: true}, s.fault
+	return domain.Namespace{Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
+		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
+		RecycleDelayMs: n.RecycleDelayMs}, true, s.fault
 }
 
-func (s *recStore) Namespace(_ context.Context, name string) (fsm.Namespace, int64, error) {
+func (s *recStore) Namespace(_ context.Context, name string) (domain.Namespace, error) {
 	s.record(fmt.Sprintf("Namespace(%q)", name))
-	return fuzzNamespace(name), time.Now().UnixMilli(), s.fault
+	return fuzzNamespace(name), s.fault
 }
 
-func (s *recStore) Namespaces(context.Context) ([]fsm.Namespace, int64, error) {
+func (s *recStore) Namespaces(context.Context) ([]domain.Namespace, error) {
 	s.record("Namespaces")
-	return nil, 0, s.fault
-}
-
-func (s *recStore) AcquireLease(_ context.Context, ns, holder, requestID string, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error) {
-	s.record(fmt.Sprintf("AcquireLease(%q,%q,%q,%d)", ns, holder, requestID, clientTimeMs))
-	s.expect(holder != "" && len(holder) <= 256 && len(requestID) <= 128 && clientTimeMs >= 0,
-		"AcquireLease with holder %q, request id %q, client time %d", holder, requestID, clientTimeMs)
-	return fsm.Lease{Namespace: ns, WorkerID: 3, Holder: holder, Token: 7, State: fsm.LeaseHeld}, fuzzNamespace(ns), s.fault
-}
-
-func (s *recStore) RenewLease(_ context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error) {
-	s.record(fmt.Sprintf("RenewLease(%q,%d,%d,%d)", ns, worker, token, clientTimeMs))
-	s.expect(worker >= 0 && token != 0 && clientTimeMs >= 0, "RenewLease with worker %d token %d client time %d", worker, token, clientTimeMs)
-	return fsm.Lease{Namespace: ns, WorkerID: worker, Token: token, State: fsm.LeaseHeld}, fuzzNamespace(ns), s.fault
-}
-
-func (s *recStore) ReleaseLease(_ context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error) {
-	s.record(fmt.Sprintf("ReleaseLease(%q,%d,%d)", ns, worker, token))
-	s.expect(worker >= 0, "ReleaseLease with worker %d", worker)
-	return fsm.Lease{Namespace: ns, WorkerID: worker, Token: token, State: fsm.LeaseEnded}, fuzzNamespace(ns), s.fault
-}
-
-func (s *recStore) Leases(_ context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error) {
-	s.record(fmt.Sprintf("Leases(%q)", ns))
-	return []fsm.Lease{{Namespace: ns, WorkerID: 1, Token: 9}}, fuzzNamespace(ns), s.fault
-}
-
-func (s *recStore) Audit(_ context.Context, afterSeq uint64, limit int) ([]fsm.AuditRecord, error) {
-	s.record(fmt.Sprintf("Audit(%d,%d)", afterSeq, limit))
-	s.expect(limit >= 1 && limit <= 10_000, "Audit with limit %d", limit)
 	return nil, s.fault
 }
 
-func (s *recStore) CheckAudit(context.Context) (fsm.CheckReport, error) {
-	s.record("CheckAudit")
-	return fsm.CheckReport{}, s.fault
+func (s *recStore) AcquireLease(_ context.Context, ns, holder, requestID string, clientTimeMs int64) (domain.LeaseGrant, error) {
+	s.record(fmt.Sprintf("AcquireLease(%q,%q,%q,%d)", ns, holder, requestID, clientTimeMs))
+	s.expect(holder != "" && len(holder) <= 256 && len(requestID) <= 128 && clientTimeMs >= 0,
+		"AcquireLease with holder %q, request id %q, client time %d", holder, requestID, clientTimeMs)
+	return domain.LeaseGrant{Lease: domain.Lease{Namespace: ns, WorkerID: 3, Holder: holder, Token: 7, State: "held"}, Namespace: fuzzNamespace(ns)}, s.fault
 }
 
-func (s *recStore) InspectSequence(_ context.Context, name string, id int64) (api.RangeInspection, error) {
+func (s *recStore) RenewLease(_ context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (domain.LeaseGrant, error) {
+	s.record(fmt.Sprintf("RenewLease(%q,%d,%d,%d)", ns, worker, token, clientTimeMs))
+	s.expect(worker >= 0 && token != 0 && clientTimeMs >= 0, "RenewLease with worker %d token %d client time %d", worker, token, clientTimeMs)
+	return domain.LeaseGrant{Lease: domain.Lease{Namespace: ns, WorkerID: worker, Token: token, State: "held"}, Namespace: fuzzNamespace(ns)}, s.fault
+}
+
+func (s *recStore) ReleaseLease(_ context.Context, ns string, worker int64, token uint64) (domain.LeaseGrant, error) {
+	s.record(fmt.Sprintf("ReleaseLease(%q,%d,%d)", ns, worker, token))
+	s.expect(worker >= 0, "ReleaseLease with worker %d", worker)
+	return domain.LeaseGrant{Lease: domain.Lease{Namespace: ns, WorkerID: worker, Token: token, State: "ended"}, Namespace: fuzzNamespace(ns)}, s.fault
+}
+
+func (s *recStore) Leases(_ context.Context, ns string) ([]domain.Lease, domain.Namespace, error) {
+	s.record(fmt.Sprintf("Leases(%q)", ns))
+	return []domain.Lease{{Namespace: ns, WorkerID: 1, Token: 9}}, fuzzNamespace(ns), s.fault
+}
+
+func (s *recStore) Audit(_ context.Context, afterSeq uint64, limit int) (domain.AuditPage, error) {
+	s.record(fmt.Sprintf("Audit(%d,%d)", afterSeq, limit))
+	s.expect(limit >= 1 && limit <= 10_000, "Audit with limit %d", limit)
+	return domain.AuditPage{Retention: 20_000}, s.fault
+}
+
+func (s *recStore) CheckAudit(context.Context) (domain.AuditCheck, error) {
+	s.record("CheckAudit")
+	return domain.AuditCheck{}, s.fault
+}
+
+func (s *recStore) InspectSequence(_ context.Context, name string, id int64) (domain.RangeInspection, error) {
 	s.record(fmt.Sprintf("InspectSequence(%q,%d)", name, id))
 	s.expect(id >= 1, "InspectSequence with id %d", id)
-	return api.RangeInspection{Sequence: name, ID: id}, s.fault
+	return domain.RangeInspection{Sequence: name, ID: id}, s.fault
 }
 
-func (s *recStore) InspectSnowflake(_ context.Context, ns string, id int64) (api.SnowflakeInspection, error) {
+func (s *recStore) InspectSnowflake(_ context.Context, ns string, id int64) (domain.SnowflakeInspection, error) {
 	s.record(fmt.Sprintf("InspectSnowflake(%q,%d)", ns, id))
 	s.expect(id >= 1, "InspectSnowflake with id %d", id)
-	return api.SnowflakeInspection{Namespace: ns, ID: id}, s.fault
+	return domain.SnowflakeInspection{Namespace: ns, ID: id}, s.fault
 }
 
-// storeFault is an error the real Store returns (wrapped, as the real one
-// wraps them) and the problem it must become.
+// storeFault is an error of one of the kinds the Store contract names
+// (wrapped, as the real Store wraps its errors) and the problem it must
+// become: its status, and its type, which for a missing thing depends on
+// what the route is about.
 type storeFault struct {
 	err    error
 	status int
-	typ    string
+	typ    func(route int) string
+}
+
+func always(typ string) func(int) string { return func(int) string { return typ } }
+
+// notFoundType is the documented type of a 404 on a route.
+func notFoundType(route int) string {
+	switch route {
+	case rCreateNamespace, rAcquireLease, rRenewLease, rReleaseLease, rRevokeLease, rInspectSnowflake, rGetNamespace, rListLeases:
+		return api.ProblemNamespaceNotFound
+	case rJoin, rUpdateMember, rRemoveMember:
+		return api.ProblemMemberNotFound
+	}
+	return api.ProblemNotFound
 }
 
 var storeFaults = []storeFault{
-	{fsm.ErrSequenceNotFound, 404, api.ProblemNotFound},
-	{fsm.ErrSequenceExhausted, 409, api.ProblemExhausted},
-	{fsm.ErrSequenceConflict, 409, api.ProblemConflict},
-	{fsm.ErrInvalidCommand, 400, api.ProblemBadRequest},
-	{fsm.ErrBackupInvalid, 400, api.ProblemBadRequest},
-	{fsm.ErrNamespaceNotFound, 404, api.ProblemNamespaceNotFound},
-	{fsm.ErrNamespaceConflict, 409, api.ProblemConflict},
-	{fsm.ErrNoWorkerFree, 409, api.ProblemNoWorkerFree},
-	{fsm.ErrLeaseLost, 409, api.ProblemLeaseLost},
-	{fsm.ErrClusterNotEmpty, 409, api.ProblemConflict},
-	{cluster.ErrMemberConflict, 409, api.ProblemConflict},
-	{cluster.ErrMemberUnreachable, 400, api.ProblemBadRequest},
-	{cluster.ErrMemberNotFound, 404, api.ProblemMemberNotFound},
-	{cluster.ErrNotLeader, 503, api.ProblemUnavailable},
-	{cluster.ErrLeadershipLost, 503, api.ProblemUnavailable},
-	{cluster.ErrNotConfirmed, 503, api.ProblemUnavailable},
-	{cluster.ErrTimeout, 503, api.ProblemUnavailable},
-	{cluster.ErrShutdown, 503, api.ProblemUnavailable},
-	{issuer.ErrNotServing, 503, api.ProblemUnavailable},
-	{issuer.ErrStaleLeadership, 503, api.ProblemUnavailable},
-	{issuer.ErrContended, 503, api.ProblemUnavailable},
-	{context.DeadlineExceeded, 503, api.ProblemUnavailable},
-	{context.Canceled, 503, api.ProblemUnavailable},
-	{errors.New("disk on fire"), 500, api.ProblemInternal}, // unknown: the only 500
+	{domain.Kindf(domain.ErrNotFound, "the thing is not there"), 404, notFoundType},
+	{domain.Kindf(domain.ErrExhausted, "sequence passes its max"), 409, always(api.ProblemExhausted)},
+	{domain.Kindf(domain.ErrConflict, "exists with other settings"), 409, always(api.ProblemConflict)},
+	{domain.Kindf(domain.ErrInvalid, "the state machine refuses it"), 400, always(api.ProblemBadRequest)},
+	{domain.Kindf(domain.ErrNoWorkerFree, "every worker id is held"), 409, always(api.ProblemNoWorkerFree)},
+	{domain.Kindf(domain.ErrLeaseLost, "the lease ended"), 409, always(api.ProblemLeaseLost)},
+	{domain.Kindf(domain.ErrUnavailable, "not the leader"), 503, always(api.ProblemUnavailable)},
+	{context.DeadlineExceeded, 503, always(api.ProblemUnavailable)},
+	{context.Canceled, 503, always(api.ProblemUnavailable)},
+	{errors.New("disk on fire"), 500, always(api.ProblemInternal)}, // of no kind: the only 500
 }
 
 // expectation is what a request must do: whether it reaches the Store, and
@@ -857,8 +860,10 @@ func expectFor(r request) expectation {
 // namespaceFrom is the namespace a PUT /v1/namespaces/{name} body asks for,
 // with the documented defaults: Twitter's layout, max_workers all the worker
 // ids, recycle delay twice a given TTL.
-func namespaceFrom(name string, body map[string]jsonValue) fsm.Namespace {
-	n := fuzzNamespace(name)
+func namespaceFrom(name string, body map[string]jsonValue) domain.NamespaceSettings {
+	d := fuzzNamespace(name)
+	n := domain.NamespaceSettings{Name: d.Name, EpochMs: d.EpochMs, TimestampBits: d.TimestampBits, WorkerBits: d.WorkerBits,
+		SequenceBits: d.SequenceBits, TickMs: d.TickMs, LeaseTTLMs: d.LeaseTTLMs, RecycleDelayMs: d.RecycleDelayMs}
 	n.MaxWorkers = 0 // set below from worker_bits, or given
 	i := func(k string, dst *int64) {
 		if v := body[k]; v.set {
@@ -910,7 +915,7 @@ func FuzzAPIRequest(f *testing.F) {
 	f.Add(uint8(rReserve), "orders", "", "", []byte(`{"count":5}`), uint8(0), false)
 	f.Add(uint8(rReserve), "orders", "", "", []byte(`{"count":5}`), uint8(len(storeFaults)-1), false)
 	f.Add(uint8(rReserve), "orders", "", "", []byte(`{"count":5}`), uint8(255), true)
-	f.Add(uint8(rJoin), "", "", "", []byte(`{"id":"n9","raft_addr":"127.0.0.1:7001","http_addr":"127.0.0.1:8001"}`), uint8(11), false)
+	f.Add(uint8(rJoin), "", "", "", []byte(`{"id":"n9","raft_addr":"127.0.0.1:7001","http_addr":"127.0.0.1:8001"}`), uint8(2), false)
 
 	st := &recStore{}
 	svc := httpapi.New(httpapi.Config{Store: st, Logger: slog.New(slog.DiscardHandler), RequestTimeout: time.Second})
@@ -978,8 +983,8 @@ func FuzzAPIRequest(f *testing.F) {
 				t.Errorf("%s: 413 for a body of %d bytes", what, len(r.body))
 			}
 		case sf != nil:
-			if status != sf.status || p.Type != sf.typ {
-				t.Errorf("%s: store error %v answered %d %s, want %d %s", what, sf.err, status, p.Type, sf.status, sf.typ)
+			if typ := sf.typ(r.route); status != sf.status || p.Type != typ {
+				t.Errorf("%s: store error %v answered %d %s, want %d %s", what, sf.err, status, p.Type, sf.status, typ)
 			}
 		case status >= 300:
 			t.Errorf("%s: the store succeeded, the answer is %d: %s", what, status, rec.Body.Bytes())

@@ -26,11 +26,13 @@ import (
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/auth"
-	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/metrics"
 )
 
-// Store is what the API needs of a node.
+// Store is what the API needs of a node: a few methods over domain values.
+// Its errors carry a kind of package domain (errors.Is), which decides the
+// problem the client gets.
 type Store interface {
 	// ID is this node's ID.
 	ID() string
@@ -40,15 +42,18 @@ type Store interface {
 	LeaderHTTPAddr() (id, addr string, ok bool)
 
 	Reserve(ctx context.Context, name string, count int64) (first, last int64, err error)
-	CreateSequence(ctx context.Context, c fsm.CreateSequence) (fsm.CreateResult, error)
+	// CreateSequence creates a sequence, or finds it with the same
+	// settings (created false).
+	CreateSequence(ctx context.Context, s domain.SequenceSettings) (seq domain.Sequence, created bool, err error)
 	// Sequence and Sequences are linearizable reads on the leader.
-	Sequence(ctx context.Context, name string) (fsm.Sequence, error)
-	Sequences(ctx context.Context) ([]fsm.Sequence, error)
+	Sequence(ctx context.Context, name string) (domain.Sequence, error)
+	Sequences(ctx context.Context) ([]domain.Sequence, error)
 
-	Status() (api.ClusterStatus, error)
-	Join(ctx context.Context, r api.JoinRequest) error
-	// UpdateMember records the addresses of an existing member.
-	UpdateMember(ctx context.Context, r api.JoinRequest) error
+	Status() (domain.ClusterStatus, error)
+	// Join adds a voter; UpdateMember records the addresses of an
+	// existing member.
+	Join(ctx context.Context, m domain.Member) error
+	UpdateMember(ctx context.Context, m domain.Member) error
 	Remove(ctx context.Context, id string) error
 	// Snapshot makes this node take a Raft snapshot now.
 	Snapshot(ctx context.Context) error
@@ -346,7 +351,7 @@ func (s *Service) backup(c echo.Context) error {
 	// Buffered so that a failure can still be reported as a problem
 	// rather than as a truncated 200. Backups are a few MB at most: one
 	// record per sequence, namespace and lease, and the audit (at most
-	// fsm.AuditRetention records).
+	// 20,000 records).
 	var buf bytes.Buffer
 	if err := s.store.Backup(ctx, &buf); err != nil {
 		return s.storeError(c, err)
@@ -406,27 +411,27 @@ func (s *Service) createSequence(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	cmd := fsm.CreateSequence{Name: name, Start: api.DefaultStart, Max: api.DefaultMax}
+	settings := domain.SequenceSettings{Name: name, Start: api.DefaultStart, Max: api.DefaultMax}
 	if req.Start != nil {
-		cmd.Start = *req.Start
+		settings.Start = *req.Start
 	}
 	if req.Max != nil {
-		cmd.Max = *req.Max
+		settings.Max = *req.Max
 	}
-	if err := api.ValidateBounds(cmd.Start, cmd.Max); err != nil {
+	if err := api.ValidateBounds(settings.Start, settings.Max); err != nil {
 		return badRequest(err.Error())
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	res, err := s.store.CreateSequence(ctx, cmd)
+	seq, created, err := s.store.CreateSequence(ctx, settings)
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	status := http.StatusOK
-	if res.Created {
+	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, sequenceView(res.Sequence))
+	return c.JSON(status, sequenceView(seq))
 }
 
 func (s *Service) getSequence(c echo.Context) error {
@@ -457,9 +462,10 @@ func (s *Service) listSequences(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func sequenceView(s fsm.Sequence) api.Sequence {
-	v := api.Sequence{Name: s.Name, Start: s.Start, Max: s.Max, Remaining: s.Remaining()}
-	if next, ok := s.Next(); ok {
+func sequenceView(s domain.Sequence) api.Sequence {
+	v := api.Sequence{Name: s.Name, Start: s.Start, Max: s.Max, Remaining: s.Remaining}
+	if !s.Exhausted {
+		next := s.Next
 		v.Next = &next
 	}
 	return v
@@ -470,8 +476,16 @@ func (s *Service) clusterStatus(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	st.APITLS = c.Request().TLS != nil
-	return c.JSON(http.StatusOK, st)
+	out := api.ClusterStatus{
+		Node: st.Node, State: st.State, Leader: st.Leader, Term: st.Term,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+		RaftTLS: st.RaftTLS, APITLS: c.Request().TLS != nil,
+		Members: make([]api.Member, 0, len(st.Members)),
+	}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, api.Member(m))
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Service) join(c echo.Context) error {
@@ -481,7 +495,7 @@ func (s *Service) join(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	if err := s.store.Join(ctx, req); err != nil {
+	if err := s.store.Join(ctx, domain.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true}); err != nil {
 		return s.storeError(c, err)
 	}
 	return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
@@ -497,7 +511,7 @@ func (s *Service) updateMember(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	if err := s.store.UpdateMember(ctx, req); err != nil {
+	if err := s.store.UpdateMember(ctx, domain.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true}); err != nil {
 		return s.storeError(c, err)
 	}
 	return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})

@@ -10,29 +10,31 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/domain"
 )
 
 // SnowflakeStore is what the Snowflake, audit and inspection endpoints need.
 // Reads are linearizable reads on the leader.
 type SnowflakeStore interface {
-	CreateNamespace(ctx context.Context, n fsm.Namespace) (fsm.NamespaceResult, error)
-	Namespace(ctx context.Context, name string) (fsm.Namespace, int64, error)
-	Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error)
-	// The lease writes return the namespace with the lease, read from the
+	// CreateNamespace creates a namespace, or finds it with the same
+	// settings (created false).
+	CreateNamespace(ctx context.Context, n domain.NamespaceSettings) (ns domain.Namespace, created bool, err error)
+	Namespace(ctx context.Context, name string) (domain.Namespace, error)
+	Namespaces(ctx context.Context) ([]domain.Namespace, error)
+	// The lease writes return the lease with its namespace, read from the
 	// state the write was applied to: a grant that committed is answered
 	// as granted, never with a 503 from a later leadership check.
 	// clientTimeMs is the holder's clock when it sent the request (0 if
 	// not given): recorded to bound its timestamps, never compared.
-	AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error)
-	RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error)
+	AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (domain.LeaseGrant, error)
+	RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (domain.LeaseGrant, error)
 	// ReleaseLease with token 0 revokes the lease whoever holds it.
-	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error)
-	Leases(ctx context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error)
-	Audit(ctx context.Context, afterSeq uint64, limit int) ([]fsm.AuditRecord, error)
-	CheckAudit(ctx context.Context) (fsm.CheckReport, error)
-	InspectSequence(ctx context.Context, name string, id int64) (api.RangeInspection, error)
-	InspectSnowflake(ctx context.Context, ns string, id int64) (api.SnowflakeInspection, error)
+	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (domain.LeaseGrant, error)
+	Leases(ctx context.Context, ns string) ([]domain.Lease, domain.Namespace, error)
+	Audit(ctx context.Context, afterSeq uint64, limit int) (domain.AuditPage, error)
+	CheckAudit(ctx context.Context) (domain.AuditCheck, error)
+	InspectSequence(ctx context.Context, name string, id int64) (domain.RangeInspection, error)
+	InspectSnowflake(ctx context.Context, ns string, id int64) (domain.SnowflakeInspection, error)
 }
 
 func (s *Service) createNamespace(c echo.Context) error {
@@ -44,7 +46,7 @@ func (s *Service) createNamespace(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	n := fsm.Namespace{
+	n := domain.NamespaceSettings{
 		Name: name, EpochMs: api.DefaultEpochMs, TimestampBits: api.DefaultTimestampBits,
 		WorkerBits: api.DefaultWorkerBits, SequenceBits: api.DefaultSequenceBits, TickMs: api.DefaultTickMs,
 		LeaseTTLMs: api.DefaultLeaseTTLMs, RecycleDelayMs: api.DefaultRecycleDelayMs,
@@ -75,45 +77,41 @@ func (s *Service) createNamespace(c echo.Context) error {
 	set(&n.MaxWorkers, req.MaxWorkers)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	res, err := s.store.CreateNamespace(ctx, n)
+	ns, created, err := s.store.CreateNamespace(ctx, n)
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	status := http.StatusOK
-	if res.Created {
+	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, namespaceView(res.Namespace, time.Now().UnixMilli()))
+	return c.JSON(status, namespaceView(ns))
 }
 
-func namespaceView(n fsm.Namespace, nowMs int64) api.Namespace {
-	return api.Namespace{
-		Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
-		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
-		RecycleDelayMs: n.RecycleDelayMs, EndMs: n.EndMs(), YearsLeft: n.YearsLeft(nowMs),
-	}
-}
+// namespaceView is the wire form of a namespace; the two types have the
+// same fields, and the conversion fails to compile if they ever differ.
+func namespaceView(n domain.Namespace) api.Namespace { return api.Namespace(n) }
 
 func (s *Service) getNamespace(c echo.Context) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	n, now, err := s.store.Namespace(ctx, c.Param("name"))
+	n, err := s.store.Namespace(ctx, c.Param("name"))
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, namespaceView(n, now))
+	return c.JSON(http.StatusOK, namespaceView(n))
 }
 
 func (s *Service) listNamespaces(c echo.Context) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	ns, now, err := s.store.Namespaces(ctx)
+	ns, err := s.store.Namespaces(ctx)
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	out := api.NamespaceList{Namespaces: make([]api.Namespace, 0, len(ns))}
 	for _, n := range ns {
-		out.Namespaces = append(out.Namespaces, namespaceView(n, now))
+		out.Namespaces = append(out.Namespaces, namespaceView(n))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -121,12 +119,12 @@ func (s *Service) listNamespaces(c echo.Context) error {
 // leaseView is a lease as its holder sees it. The token is shown only to the
 // holder (the answers to acquire, renew and release, whose callers already
 // hold it): with it, anyone could renew or release someone else's lease.
-func leaseView(l fsm.Lease, n fsm.Namespace, withToken bool) api.Lease {
+func leaseView(l domain.Lease, n domain.Namespace, withToken bool) api.Lease {
 	v := api.Lease{
 		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder,
 		GrantedMs: l.GrantedMs, ExpiresMs: l.ExpiresMs, ReleasedMs: l.ReleasedMs,
-		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n, time.Now().UnixMilli()),
-		State: string(l.State), EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs,
+		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n),
+		State: l.State, EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs,
 	}
 	if withToken {
 		v.Token = l.Token
@@ -150,11 +148,11 @@ func (s *Service) acquireLease(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	l, n, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder, req.RequestID, req.ClientTimeMs)
+	g, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder, req.RequestID, req.ClientTimeMs)
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusCreated, leaseView(l, n, true))
+	return c.JSON(http.StatusCreated, leaseView(g.Lease, g.Namespace, true))
 }
 
 func workerParam(c echo.Context) (int64, error) {
@@ -182,17 +180,16 @@ func (s *Service) renewOrRelease(c echo.Context, release bool) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	var l fsm.Lease
-	var n fsm.Namespace
+	var g domain.LeaseGrant
 	if release {
-		l, n, err = s.store.ReleaseLease(ctx, c.Param("name"), w, req.Token)
+		g, err = s.store.ReleaseLease(ctx, c.Param("name"), w, req.Token)
 	} else {
-		l, n, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token, req.ClientTimeMs)
+		g, err = s.store.RenewLease(ctx, c.Param("name"), w, req.Token, req.ClientTimeMs)
 	}
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, leaseView(l, n, true))
+	return c.JSON(http.StatusOK, leaseView(g.Lease, g.Namespace, true))
 }
 
 func (s *Service) renewLease(c echo.Context) error   { return s.renewOrRelease(c, false) }
@@ -205,12 +202,12 @@ func (s *Service) revokeLease(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	l, n, err := s.store.ReleaseLease(ctx, c.Param("name"), w, 0)
+	g, err := s.store.ReleaseLease(ctx, c.Param("name"), w, 0)
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	// The revoked lease's token is dead; the operator (admin) may see it.
-	return c.JSON(http.StatusOK, leaseView(l, n, true))
+	return c.JSON(http.StatusOK, leaseView(g.Lease, g.Namespace, true))
 }
 
 func (s *Service) listLeases(c echo.Context) error {
@@ -227,7 +224,8 @@ func (s *Service) listLeases(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func auditView(r fsm.AuditRecord) api.AuditRecord { return api.AuditRecord(r) }
+// auditView is the wire form of an audit record (the same fields).
+func auditView(r domain.AuditRecord) api.AuditRecord { return api.AuditRecord(r) }
 
 func (s *Service) audit(c echo.Context) error {
 	var after uint64
@@ -253,12 +251,12 @@ func (s *Service) audit(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	recs, err := s.store.Audit(ctx, after, limit)
+	page, err := s.store.Audit(ctx, after, limit)
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	out := api.AuditList{Records: make([]api.AuditRecord, 0, len(recs)), Retention: fsm.AuditRetention}
-	for _, r := range recs {
+	out := api.AuditList{Records: make([]api.AuditRecord, 0, len(page.Records)), Retention: page.Retention}
+	for _, r := range page.Records {
 		out.Records = append(out.Records, auditView(r))
 	}
 	return c.JSON(http.StatusOK, out)
@@ -293,9 +291,14 @@ func (s *Service) inspectSequence(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	out, err := s.store.InspectSequence(ctx, c.Param("name"), id)
+	in, err := s.store.InspectSequence(ctx, c.Param("name"), id)
 	if err != nil {
 		return s.storeError(c, err)
+	}
+	out := api.RangeInspection{Sequence: in.Sequence, ID: in.ID, Issued: in.Issued}
+	if in.Block != nil {
+		b := auditView(*in.Block)
+		out.Block = &b
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -307,9 +310,13 @@ func (s *Service) inspectSnowflake(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	out, err := s.store.InspectSnowflake(ctx, c.Param("name"), id)
+	in, err := s.store.InspectSnowflake(ctx, c.Param("name"), id)
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, api.SnowflakeInspection{
+		Namespace: in.Namespace, ID: in.ID, TimeMs: in.TimeMs,
+		Time:     time.UnixMilli(in.TimeMs).UTC().Format(time.RFC3339Nano),
+		WorkerID: in.WorkerID, Sequence: in.Sequence, Holder: in.Holder, Found: in.Found,
+	})
 }

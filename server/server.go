@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/httpapi"
 	"github.com/ticketd/ticketd/issuer"
@@ -403,9 +404,6 @@ func (p proposer) VerifyLeader(ctx context.Context) (uint64, error) {
 
 func (p proposer) Sequence(name string) (fsm.Sequence, bool) { return p.s.node.Sequence(name) }
 
-// store implements httpapi.Store.
-type store struct{ s *Server }
-
 var _ httpapi.Store = store{}
 
 func (st store) ID() string { return st.s.node.ID() }
@@ -419,19 +417,22 @@ func (st store) LeaderHTTPAddr() (string, string, bool) { return st.s.node.Leade
 
 func (st store) Reserve(ctx context.Context, name string, count int64) (int64, int64, error) {
 	r, err := st.s.issuer.Reserve(ctx, name, count)
-	return r.First, r.Last, err
+	if err != nil {
+		return 0, 0, kindOf(err)
+	}
+	return r.First, r.Last, nil
 }
 
-func (st store) CreateSequence(ctx context.Context, c fsm.CreateSequence) (fsm.CreateResult, error) {
-	resp, err := st.s.node.Apply(ctx, fsm.EncodeCreateSequence(c))
+func (st store) CreateSequence(ctx context.Context, c domain.SequenceSettings) (domain.Sequence, bool, error) {
+	resp, err := st.s.node.Apply(ctx, fsm.EncodeCreateSequence(fsm.CreateSequence{Name: c.Name, Start: c.Start, Max: c.Max}))
 	if err != nil {
-		return fsm.CreateResult{}, err
+		return domain.Sequence{}, false, kindOf(err)
 	}
 	res, ok := resp.(fsm.CreateResult)
 	if !ok {
-		return fsm.CreateResult{}, fmt.Errorf("create sequence: unexpected FSM response %T", resp)
+		return domain.Sequence{}, false, fmt.Errorf("create sequence: unexpected FSM response %T", resp)
 	}
-	return res, nil
+	return sequenceOf(res.Sequence), res.Created, nil
 }
 
 // verifyRead makes a read of the leader's FSM linearizable: the node has
@@ -440,55 +441,65 @@ func (st store) CreateSequence(ctx context.Context, c fsm.CreateSequence) (fsm.C
 func (st store) verifyRead(ctx context.Context) error {
 	term, serving := st.s.issuer.Serving()
 	if !serving {
-		return issuer.ErrNotServing
+		return kindOf(issuer.ErrNotServing)
 	}
 	vterm, err := st.s.node.VerifyLeader(ctx)
 	if err != nil {
-		return err
+		return kindOf(err)
 	}
 	if vterm != term {
-		return issuer.ErrStaleLeadership
+		return kindOf(issuer.ErrStaleLeadership)
 	}
 	return nil
 }
 
-func (st store) Sequence(ctx context.Context, name string) (fsm.Sequence, error) {
+func (st store) Sequence(ctx context.Context, name string) (domain.Sequence, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return fsm.Sequence{}, err
+		return domain.Sequence{}, err
 	}
 	seq, ok := st.s.node.Sequence(name)
 	if !ok {
-		return fsm.Sequence{}, fmt.Errorf("%w: %q", fsm.ErrSequenceNotFound, name)
+		return domain.Sequence{}, kindOf(fmt.Errorf("%w: %q", fsm.ErrSequenceNotFound, name))
 	}
-	return seq, nil
+	return sequenceOf(seq), nil
 }
 
-func (st store) Sequences(ctx context.Context) ([]fsm.Sequence, error) {
+func (st store) Sequences(ctx context.Context) ([]domain.Sequence, error) {
 	if err := st.verifyRead(ctx); err != nil {
 		return nil, err
 	}
-	return st.s.node.FSM().Sequences(), nil
+	seqs := st.s.node.FSM().Sequences()
+	out := make([]domain.Sequence, 0, len(seqs))
+	for _, q := range seqs {
+		out = append(out, sequenceOf(q))
+	}
+	return out, nil
 }
 
-func (st store) Status() (api.ClusterStatus, error) { return st.s.node.Status() }
-
-func (st store) Join(ctx context.Context, r api.JoinRequest) error {
-	return st.s.node.Join(ctx, r.ID, r.RaftAddr, r.HTTPAddr)
+func (st store) Status() (domain.ClusterStatus, error) {
+	status, err := st.s.node.Status()
+	return status, kindOf(err)
 }
 
-func (st store) UpdateMember(ctx context.Context, r api.JoinRequest) error {
-	return st.s.node.UpdateMetadata(ctx, r.ID, r.RaftAddr, r.HTTPAddr)
+func (st store) Join(ctx context.Context, m domain.Member) error {
+	return kindOf(st.s.node.Join(ctx, m.ID, m.RaftAddr, m.HTTPAddr))
 }
 
-func (st store) Remove(ctx context.Context, id string) error { return st.s.node.Remove(ctx, id) }
+func (st store) UpdateMember(ctx context.Context, m domain.Member) error {
+	return kindOf(st.s.node.UpdateMetadata(ctx, m.ID, m.RaftAddr, m.HTTPAddr))
+}
 
-func (st store) Snapshot(ctx context.Context) error { return st.s.node.Snapshot(ctx) }
+func (st store) Remove(ctx context.Context, id string) error {
+	return kindOf(st.s.node.Remove(ctx, id))
+}
+
+func (st store) Snapshot(ctx context.Context) error { return kindOf(st.s.node.Snapshot(ctx)) }
 
 func (st store) Backup(ctx context.Context, w io.Writer) error {
 	if err := st.verifyRead(ctx); err != nil {
 		return err
 	}
-	return st.s.node.FSM().Backup(w)
+	return kindOf(st.s.node.FSM().Backup(w))
 }
 
 // Restore seeds this (new) cluster from a backup. The state machine decides
@@ -499,11 +510,11 @@ func (st store) Backup(ctx context.Context, w io.Writer) error {
 // committed on a majority and applied here.
 func (st store) Restore(ctx context.Context, backup []byte, advance int64) error {
 	if err := fsm.ValidateBackup(backup, advance); err != nil {
-		return err
+		return kindOf(err)
 	}
 	resp, err := st.s.node.Apply(ctx, fsm.EncodeRestoreBackup(fsm.RestoreBackup{Backup: backup, Advance: advance, Stamp: st.s.node.Stamp()}))
 	if err != nil {
-		return err
+		return kindOf(err)
 	}
 	rep, ok := resp.(fsm.RestoreResult)
 	if !ok {

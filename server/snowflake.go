@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/metrics"
 )
@@ -15,41 +15,48 @@ import (
 // The Snowflake, audit and inspection side of store. Writes carry the
 // leader's stamp (its clock and ID); reads are verified on the leader.
 
-func (st store) applyAs(ctx context.Context, cmd []byte) (any, error) {
-	return st.s.node.Apply(ctx, cmd)
-}
-
-func (st store) CreateNamespace(ctx context.Context, n fsm.Namespace) (fsm.NamespaceResult, error) {
-	resp, err := st.applyAs(ctx, fsm.EncodeCreateNamespace(fsm.CreateNamespace{Namespace: n, Stamp: st.s.node.Stamp()}))
+func (st store) CreateNamespace(ctx context.Context, n domain.NamespaceSettings) (domain.Namespace, bool, error) {
+	layout := fsm.Namespace{
+		Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
+		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
+		RecycleDelayMs: n.RecycleDelayMs,
+	}
+	resp, err := st.s.node.Apply(ctx, fsm.EncodeCreateNamespace(fsm.CreateNamespace{Namespace: layout, Stamp: st.s.node.Stamp()}))
 	if err != nil {
-		return fsm.NamespaceResult{}, err
+		return domain.Namespace{}, false, kindOf(err)
 	}
 	res, ok := resp.(fsm.NamespaceResult)
 	if !ok {
-		return res, fmt.Errorf("create namespace: unexpected FSM response %T", resp)
+		return domain.Namespace{}, false, fmt.Errorf("create namespace: unexpected FSM response %T", resp)
 	}
-	return res, nil
+	return namespaceOf(res.Namespace, st.clock()), res.Created, nil
 }
 
-func (st store) Namespace(ctx context.Context, name string) (fsm.Namespace, int64, error) {
+func (st store) Namespace(ctx context.Context, name string) (domain.Namespace, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return fsm.Namespace{}, 0, err
+		return domain.Namespace{}, err
 	}
 	n, ok := st.s.node.FSM().Namespace(name)
 	if !ok {
-		return n, 0, fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, name)
+		return domain.Namespace{}, kindOf(fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, name))
 	}
-	return n, st.clock(), nil
+	return namespaceOf(n, st.clock()), nil
 }
 
 // clock is this leader's wall clock, for capacity figures (informational).
 func (st store) clock() int64 { return st.s.node.WallNow().UnixMilli() }
 
-func (st store) Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error) {
+func (st store) Namespaces(ctx context.Context) ([]domain.Namespace, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return st.s.node.FSM().Namespaces(), st.clock(), nil
+	now := st.clock()
+	ns := st.s.node.FSM().Namespaces()
+	out := make([]domain.Namespace, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, namespaceOf(n, now))
+	}
+	return out, nil
 }
 
 // lease applies a lease command and answers with the lease and its
@@ -57,32 +64,32 @@ func (st store) Namespaces(ctx context.Context) ([]fsm.Namespace, int64, error) 
 // change, so no leadership check is needed (or allowed: one failing here
 // would answer a committed grant with a 503, and the retry would take a
 // second worker id).
-func (st store) lease(ctx context.Context, ns string, op fsm.LeaseOp) (fsm.Lease, fsm.Namespace, error) {
+func (st store) lease(ctx context.Context, ns string, op fsm.LeaseOp) (domain.LeaseGrant, error) {
 	resp, err := st.s.proposeLeaseOp(ctx, op)
 	if err != nil {
-		return fsm.Lease{}, fsm.Namespace{}, err
+		return domain.LeaseGrant{}, kindOf(err)
 	}
 	l, ok := resp.(fsm.Lease)
 	if !ok {
-		return l, fsm.Namespace{}, fmt.Errorf("lease: unexpected FSM response %T", resp)
+		return domain.LeaseGrant{}, fmt.Errorf("lease: unexpected FSM response %T", resp)
 	}
 	n, ok := st.s.node.FSM().Namespace(ns)
 	if !ok {
-		return l, n, fmt.Errorf("lease: namespace %q vanished", ns)
+		return domain.LeaseGrant{}, fmt.Errorf("lease: namespace %q vanished", ns)
 	}
-	return l, n, nil
+	return domain.LeaseGrant{Lease: leaseOf(l), Namespace: namespaceOf(n, st.clock())}, nil
 }
 
-func (st store) AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error) {
+func (st store) AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (domain.LeaseGrant, error) {
 	return st.lease(ctx, ns, fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: ns, Holder: holder, RequestID: requestID, ClientTimeMs: clientTimeMs})
 }
 
-func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (fsm.Lease, fsm.Namespace, error) {
+func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (domain.LeaseGrant, error) {
 	return st.lease(ctx, ns, fsm.LeaseOp{Op: fsm.LeaseOpRenew, Namespace: ns, WorkerID: worker, Token: token, ClientTimeMs: clientTimeMs})
 }
 
 // ReleaseLease with token 0 is an operator's revoke.
-func (st store) ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (fsm.Lease, fsm.Namespace, error) {
+func (st store) ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (domain.LeaseGrant, error) {
 	op := fsm.LeaseOp{Op: fsm.LeaseOpRelease, Namespace: ns, WorkerID: worker, Token: token}
 	if token == 0 {
 		op.Op = fsm.LeaseOpRevoke
@@ -90,64 +97,75 @@ func (st store) ReleaseLease(ctx context.Context, ns string, worker int64, token
 	return st.lease(ctx, ns, op)
 }
 
-func (st store) Leases(ctx context.Context, ns string) ([]fsm.Lease, fsm.Namespace, error) {
+func (st store) Leases(ctx context.Context, ns string) ([]domain.Lease, domain.Namespace, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return nil, fsm.Namespace{}, err
+		return nil, domain.Namespace{}, err
 	}
 	n, ok := st.s.node.FSM().Namespace(ns)
 	if !ok {
-		return nil, n, fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns)
+		return nil, domain.Namespace{}, kindOf(fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns))
 	}
-	return st.s.node.FSM().Leases(ns), n, nil
+	ls := st.s.node.FSM().Leases(ns)
+	out := make([]domain.Lease, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, leaseOf(l))
+	}
+	return out, namespaceOf(n, st.clock()), nil
 }
 
-func (st store) Audit(ctx context.Context, afterSeq uint64, limit int) ([]fsm.AuditRecord, error) {
+func (st store) Audit(ctx context.Context, afterSeq uint64, limit int) (domain.AuditPage, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return nil, err
+		return domain.AuditPage{}, err
 	}
-	return st.s.node.FSM().Audit(afterSeq, limit), nil
+	recs := st.s.node.FSM().Audit(afterSeq, limit)
+	page := domain.AuditPage{Records: make([]domain.AuditRecord, 0, len(recs)), Retention: fsm.AuditRetention}
+	for _, r := range recs {
+		page.Records = append(page.Records, auditRecordOf(r))
+	}
+	return page, nil
 }
 
-func (st store) CheckAudit(ctx context.Context) (fsm.CheckReport, error) {
+func (st store) CheckAudit(ctx context.Context) (domain.AuditCheck, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return fsm.CheckReport{}, err
+		return domain.AuditCheck{}, err
 	}
 	rep := st.s.node.FSM().CheckAudit()
 	st.s.cfg.Metrics.SetAuditViolations(len(rep.Violations))
-	return rep, nil
+	out := domain.AuditCheck{Blocks: rep.Blocks, Leases: rep.Leases, Violations: make([]domain.AuditViolation, 0, len(rep.Violations))}
+	for _, v := range rep.Violations {
+		out.Violations = append(out.Violations, domain.AuditViolation(v))
+	}
+	return out, nil
 }
 
-func (st store) InspectSequence(ctx context.Context, name string, id int64) (api.RangeInspection, error) {
+func (st store) InspectSequence(ctx context.Context, name string, id int64) (domain.RangeInspection, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return api.RangeInspection{}, err
+		return domain.RangeInspection{}, err
 	}
 	f := st.s.node.FSM()
 	seq, ok := f.Sequence(name)
 	if !ok {
-		return api.RangeInspection{}, fmt.Errorf("%w: %q", fsm.ErrSequenceNotFound, name)
+		return domain.RangeInspection{}, kindOf(fmt.Errorf("%w: %q", fsm.ErrSequenceNotFound, name))
 	}
-	out := api.RangeInspection{Sequence: name, ID: id, Issued: id >= seq.Start && id <= seq.Issued}
+	out := domain.RangeInspection{Sequence: name, ID: id, Issued: id >= seq.Start && id <= seq.Issued}
 	if r, found := f.FindBlock(name, id); found {
-		rec := api.AuditRecord(r)
+		rec := auditRecordOf(r)
 		out.Block = &rec
 	}
 	return out, nil
 }
 
-func (st store) InspectSnowflake(ctx context.Context, ns string, id int64) (api.SnowflakeInspection, error) {
+func (st store) InspectSnowflake(ctx context.Context, ns string, id int64) (domain.SnowflakeInspection, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return api.SnowflakeInspection{}, err
+		return domain.SnowflakeInspection{}, err
 	}
 	f := st.s.node.FSM()
 	n, ok := f.Namespace(ns)
 	if !ok {
-		return api.SnowflakeInspection{}, fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns)
+		return domain.SnowflakeInspection{}, kindOf(fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns))
 	}
 	d := n.Decode(id)
-	out := api.SnowflakeInspection{
-		Namespace: ns, ID: id, TimeMs: d.TimeMs, Time: time.UnixMilli(d.TimeMs).UTC().Format(time.RFC3339Nano),
-		WorkerID: d.WorkerID, Sequence: d.Sequence,
-	}
+	out := domain.SnowflakeInspection{Namespace: ns, ID: id, TimeMs: d.TimeMs, WorkerID: d.WorkerID, Sequence: d.Sequence}
 	if rec, _, held := f.FindLease(ns, d.WorkerID, d.TimeMs); rec.Token != 0 {
 		out.Holder, out.Found = rec.Holder, held
 	}

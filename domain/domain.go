@@ -1,0 +1,170 @@
+// Package domain holds the values a ticketd node and its HTTP API exchange:
+// what the node knows (sequences, Snowflake namespaces and their leases, the
+// allocation audit, the cluster's status) and the few kinds of error it
+// reports.
+//
+// It is the seam between two packages that must not know each other
+// (hraftd's Store, over domain values rather than log commands): package
+// server translates the state machine's and Raft's values and errors into
+// these, and httpapi translates these into wire types (package api). So the
+// state machine's types, which are its snapshot format, and the wire types,
+// which are the API's contract, can each change without the other noticing.
+// The package is values only: no behaviour, no imports beyond the standard
+// library.
+package domain
+
+// Sequence is a named sequence as the replicated state knows it.
+type Sequence struct {
+	Name  string
+	Start int64
+	Max   int64
+	// Next is the lowest ID never handed to any leader; meaningless when
+	// Exhausted (it would be Max+1, which may not fit an int64).
+	Next      int64
+	Exhausted bool
+	// Remaining is how many IDs were never handed to any leader.
+	Remaining int64
+}
+
+// SequenceSettings are what creating a sequence asks for.
+type SequenceSettings struct {
+	Name  string
+	Start int64
+	Max   int64
+}
+
+// Namespace is a Snowflake namespace: its ID layout and lease settings.
+type Namespace struct {
+	Name           string
+	EpochMs        int64
+	TimestampBits  uint8
+	WorkerBits     uint8
+	SequenceBits   uint8
+	TickMs         int64
+	MaxWorkers     int64
+	LeaseTTLMs     int64
+	RecycleDelayMs int64
+	// EndMs is the last millisecond the layout's timestamp bits reach;
+	// YearsLeft how far that is from the time the node read the namespace.
+	EndMs     int64
+	YearsLeft float64
+}
+
+// NamespaceSettings are what creating a namespace asks for (the layout and
+// lease settings of Namespace, defaults already filled in).
+type NamespaceSettings struct {
+	Name           string
+	EpochMs        int64
+	TimestampBits  uint8
+	WorkerBits     uint8
+	SequenceBits   uint8
+	TickMs         int64
+	MaxWorkers     int64
+	LeaseTTLMs     int64
+	RecycleDelayMs int64
+}
+
+// Lease is a worker id's lease in a namespace.
+type Lease struct {
+	Namespace        string
+	WorkerID         int64
+	Holder           string
+	Token            uint64
+	GrantedMs        int64
+	ExpiresMs        int64
+	ReleasedMs       int64
+	State            string
+	EndReason        string
+	TimestampFloorMs int64
+}
+
+// LeaseGrant is a lease with the namespace it belongs to, as read from the
+// state the lease's write (or read) saw.
+type LeaseGrant struct {
+	Lease     Lease
+	Namespace Namespace
+}
+
+// AuditRecord is one grant in the allocation audit: a block of a sequence
+// or a worker-id lease.
+type AuditRecord struct {
+	Seq            uint64
+	Index          uint64
+	Term           uint64
+	Leader         string
+	TimeMs         int64
+	Kind           string
+	Sequence       string
+	First          int64
+	Last           int64
+	Namespace      string
+	WorkerID       int64
+	Holder         string
+	Token          uint64
+	PrevEndMs      int64
+	PrevToken      uint64
+	PrevFreedIndex uint64
+	LegacyClock    bool
+}
+
+// AuditPage is a page of the audit and how many records the audit keeps.
+type AuditPage struct {
+	Records   []AuditRecord
+	Retention int
+}
+
+// AuditCheck is the uniqueness probe's report.
+type AuditCheck struct {
+	Blocks     int
+	Leases     int
+	Violations []AuditViolation
+}
+
+// AuditViolation is one broken rule the probe found.
+type AuditViolation struct {
+	Kind   string
+	Detail string
+}
+
+// RangeInspection says whether an ID of a sequence was ever handed to a
+// leader, and which retained block holds it.
+type RangeInspection struct {
+	Sequence string
+	ID       int64
+	Issued   bool
+	Block    *AuditRecord
+}
+
+// SnowflakeInspection is a Snowflake ID taken apart, with the holder of its
+// worker id at its time if the audit knows it.
+type SnowflakeInspection struct {
+	Namespace string
+	ID        int64
+	TimeMs    int64
+	WorkerID  int64
+	Sequence  int64
+	Holder    string
+	Found     bool
+}
+
+// Member is a node of the cluster and the addresses it is reached at.
+type Member struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	Voter    bool
+}
+
+// ClusterStatus is one node's view of the cluster.
+type ClusterStatus struct {
+	Node         string
+	State        string
+	Leader       string
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	// RaftTLS says whether this node's Raft traffic is encrypted and
+	// mutually authenticated.
+	RaftTLS bool
+	Members []Member
+}

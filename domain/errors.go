@@ -1,0 +1,58 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The kinds of error a node reports. The node wraps each of its errors so
+// that errors.Is finds exactly one kind (Wrap), and keeps its own message; the
+// HTTP layer decides status and problem type by the kind and by what the
+// request was about (a sequence, a namespace, a member). An error of no kind
+// is an internal error.
+var (
+	// ErrInvalid: the request breaks a rule of the state (a bad backup, a
+	// command the state machine refuses, an unreachable member address).
+	ErrInvalid = errors.New("invalid request")
+	// ErrNotFound: the sequence, namespace, lease or member does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: it exists with other settings, or the state does not
+	// allow the request (a restore into a cluster that is not empty).
+	ErrConflict = errors.New("conflict")
+	// ErrExhausted: the sequence would pass its maximum.
+	ErrExhausted = errors.New("sequence exhausted")
+	// ErrNoWorkerFree: every worker id of the namespace is held or resting.
+	ErrNoWorkerFree = errors.New("no worker id free")
+	// ErrLeaseLost: the lease has ended or another holder has the worker id.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrUnavailable: this node cannot answer now (no leader, leadership
+	// lost or not yet confirmed, shutting down, timed out); a retry, here
+	// or at the leader, may succeed. A write that failed this way may
+	// still have committed.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// kindError is an error of one kind that keeps the node's own error (and
+// its message) underneath.
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// Wrap marks err as being of kind; errors.Is(result, kind) and errors.Is
+// (result, err's own sentinels) both hold, and the message is err's. A nil
+// err stays nil.
+func Wrap(kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &kindError{kind: kind, err: err}
+}
+
+// Kindf is Wrap of a new error formatted like fmt.Errorf.
+func Kindf(kind error, format string, args ...any) error {
+	return Wrap(kind, fmt.Errorf(format, args...))
+}
