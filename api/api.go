@@ -1,5 +1,8 @@
-// Package api holds the wire types of ticketd's HTTP API and the rules that
-// both the server and its clients check: sequence names and count limits.
+// Package api holds the wire types of ticketd's HTTP API and the checks that
+// both the server and its clients make before a request is proposed: sequence
+// names and count limits. They may change between releases; the state
+// machine applies its own copy of the rules, frozen with the log format
+// (fsm/rules.go), and a test holds these to never accepting what it refuses.
 //
 // It imports nothing but the standard library so that the client SDK can share
 // these types without importing anything of the server.

@@ -21,8 +21,6 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/ticketd/ticketd/api"
 )
 
 // Business rejections, returned as the Apply response (an error value, not a
@@ -259,10 +257,10 @@ func (e *decodeError) at(index uint64) string {
 func (e *decodeError) Unwrap() error { return e.err }
 
 func (f *FSM) applyCreate(c CreateSequence) any {
-	if err := api.ValidateSequenceName(c.Name); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	if err := validateName(c.Name); err != nil {
+		return fmt.Errorf("%w: sequence %v", ErrInvalidCommand, err)
 	}
-	if err := api.ValidateBounds(c.Start, c.Max); err != nil {
+	if err := validateBounds(c.Start, c.Max); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
 	}
 	if s, ok := f.sequences[c.Name]; ok {
@@ -429,10 +427,10 @@ func (f *FSM) stateLocked() snapshotState {
 }
 
 func (s Sequence) validate() error {
-	if err := api.ValidateSequenceName(s.Name); err != nil {
-		return err
+	if err := validateName(s.Name); err != nil {
+		return fmt.Errorf("sequence %v", err)
 	}
-	if err := api.ValidateBounds(s.Start, s.Max); err != nil {
+	if err := validateBounds(s.Start, s.Max); err != nil {
 		return fmt.Errorf("sequence %q: %v", s.Name, err)
 	}
 	if s.Issued < s.Start-1 || s.Issued > s.Max {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
-	"github.com/ticketd/ticketd/api"
 )
 
 // Snowflake namespaces and worker-id leases.
@@ -113,8 +111,8 @@ func (n Namespace) validate(nowMs int64) error {
 // validateLayout checks the rules a namespace keeps at any time (validate
 // adds those about the time of its creation).
 func (n Namespace) validateLayout() error {
-	if err := api.ValidateSequenceName(n.Name); err != nil {
-		return fmt.Errorf("namespace: %v", err)
+	if err := validateName(n.Name); err != nil {
+		return fmt.Errorf("namespace %v", err)
 	}
 	if n.TimestampBits < 1 || n.WorkerBits < 1 || n.SequenceBits < 1 || int(n.TimestampBits)+int(n.WorkerBits)+int(n.SequenceBits) != 63 {
 		return fmt.Errorf("timestamp_bits (%d) + worker_bits (%d) + sequence_bits (%d) must be 63, each at least 1", n.TimestampBits, n.WorkerBits, n.SequenceBits)

@@ -1,0 +1,101 @@
+package fsm_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// The wire package (api) checks names and bounds so that a bad request is a
+// 400 before anything is proposed; the FSM checks them again when it applies
+// the entry, with rules of its own that are frozen with the log format. If the
+// wire ever accepted what the FSM refuses, a request would be proposed and
+// then refused; worse, a wire rule copied into Apply and later tightened
+// would make two binaries apply one log differently. These tests hold the
+// wire to never accepting what Apply refuses, through Apply itself.
+
+// wireAccepts is what httpapi checks before it proposes a create.
+func wireAccepts(name string, start, max int64) bool {
+	return api.ValidateSequenceName(name) == nil && api.ValidateBounds(start, max) == nil
+}
+
+// applyAccepts applies a sequence create and a namespace create carrying
+// name (and the bounds) to a fresh FSM and reports whether either was
+// refused as an invalid command, and why.
+func applyAccepts(t testing.TB, name string, start, max int64) error {
+	a := leaseApplier{newApplier(t)}
+	if err, ok := a.create(testNamespace(name), t0).(error); ok && errors.Is(err, fsm.ErrInvalidCommand) {
+		return err
+	}
+	if err, ok := a.applier.create(name, start, max).(error); ok && errors.Is(err, fsm.ErrInvalidCommand) {
+		return err
+	}
+	return nil
+}
+
+func checkWireImpliesApply(t testing.TB, name string, start, max int64) {
+	t.Helper()
+	if !wireAccepts(name, start, max) {
+		return
+	}
+	if err := applyAccepts(t, name, start, max); err != nil {
+		t.Fatalf("the wire accepts name %q, start %d, max %d, but Apply refuses it: %v", name, start, max, err)
+	}
+}
+
+func TestWireRulesImplyFSMRules(t *testing.T) {
+	// Edges first: lengths around the limit, every byte value, the bounds'
+	// corners.
+	alphabet := "abcxyzABCXYZ0189._-"
+	names := []string{"a", ".", "..", "-", "_", strings.Repeat("a", api.MaxSequenceNameLen), strings.Repeat("z", api.MaxSequenceNameLen-1)}
+	for b := 0; b < 256; b++ {
+		names = append(names, "x"+string(rune(b)), string([]byte{byte(b)}))
+	}
+	bounds := [][2]int64{{1, 1}, {1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64}, {0, 1}, {-1, 5}, {5, 4}, {2, 3}}
+	accepted := 0
+	for _, n := range names {
+		for _, b := range bounds {
+			if wireAccepts(n, b[0], b[1]) {
+				accepted++
+			}
+			checkWireImpliesApply(t, n, b[0], b[1])
+		}
+	}
+	// Then random names, mostly from the allowed alphabet so that many are
+	// accepted, with the odd byte from anywhere.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 2000; i++ {
+		var sb strings.Builder
+		for k := rng.IntN(api.MaxSequenceNameLen + 3); k >= 0; k-- {
+			if rng.IntN(20) == 0 {
+				sb.WriteByte(byte(rng.IntN(256)))
+			} else {
+				sb.WriteByte(alphabet[rng.IntN(len(alphabet))])
+			}
+		}
+		start := rng.Int64N(1 << 40)
+		max := start + rng.Int64N(1<<40) - 8
+		if wireAccepts(sb.String(), start, max) {
+			accepted++
+		}
+		checkWireImpliesApply(t, sb.String(), start, max)
+	}
+	// A test whose inputs the wire all refused would prove nothing.
+	if accepted < 1000 {
+		t.Fatalf("only %d generated inputs passed the wire checks; the test is not exercising Apply", accepted)
+	}
+}
+
+func FuzzWireRulesImplyFSMRules(f *testing.F) {
+	f.Add("orders", int64(1), int64(math.MaxInt64))
+	f.Add("a.b-c_D9", int64(7), int64(7))
+	f.Add("..", int64(1), int64(2))
+	f.Fuzz(func(t *testing.T, name string, start, max int64) {
+		checkWireImpliesApply(t, name, start, max)
+	})
+}
