@@ -8,6 +8,9 @@
 #   scripts/bench.sh --smoke    CI: a few seconds of ticketd and the bare Echo
 #   BENCH_SMOKE=1 scripts/bench.sh   handler, no installs, exits 1 only on a
 #                               correctness failure or an unexpected error
+#   BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 scripts/bench.sh
+#                               ticketd against the bare Echo handler and its
+#                               leader failovers only (a few minutes)
 #
 # What the full run does, every step bounded in time:
 #   1. builds ticketd and ticketd-bench; waits (bounded) for a quiet machine

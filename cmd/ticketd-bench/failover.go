@@ -361,7 +361,7 @@ func printFailover(w io.Writer, rep *failoverReport) {
 		}
 		fmt.Fprintf(w, "  gap %8.1f ms  from %8.1f to %8.1f ms  failed tries %d%s\n", g.GapMs, g.FromMs, g.ToMs, g.FailedTries, note)
 	}
-	// Stable key=value line that scripts/bench-core.sh greps for.
+	// Stable key=value line that scripts/bench.sh greps for.
 	fmt.Fprintf(w, "longest_gap_ms=%.1f at_ms=%.1f tail_ms=%.1f overlaps=%d",
 		rep.LongestGapMs, rep.LongestGapFromMs, rep.TailMs, rep.Check.Overlaps)
 	if rep.KilledPID > 0 {

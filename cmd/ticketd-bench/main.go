@@ -13,7 +13,7 @@
 //	           and reports the time to the next successful reservation
 //	leader     waits until every node is ready and agrees on a leader, then
 //	           prints "<id> <http_addr>" (ticketd) or "<name> <endpoint>"
-//	           (etcd) (used by scripts/bench.sh and bench-core.sh)
+//	           (etcd) (used by scripts/bench.sh)
 //	sdk        takes IDs with the Go SDK's Sequence.Next at a steady rate
 //	           and records the longest wait (run while killing the leader)
 //	compare    prints ticketd-vs-baseline tables from two `load --json` files
