@@ -96,10 +96,10 @@ type Config struct {
 	// use it to cut links; TLS would wrap it). Default: plain TCP.
 	Dial DialFunc
 
-	// UnsafeSkipBarrier is a planted bug for the fault-injection suite: a
-	// new leader serves without first applying every earlier entry. Only a
-	// binary built with the ticketd_faults tag can set it.
-	UnsafeSkipBarrier bool
+	// faultConfig holds the planted bug of the fault-injection build
+	// (faults.go, built with the ticketd_faults tag) and nothing in any
+	// other build (nofaults.go).
+	faultConfig
 
 	// TLS, if set, puts mutual TLS on the Raft port.
 	TLS *RaftTLS

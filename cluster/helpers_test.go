@@ -67,11 +67,14 @@ func startNodesWith(t testing.TB, n int, tm timings, tweak func(*Config)) []*Nod
 		if tweak != nil {
 			tweak(&cfg)
 		}
-		node, err := Open(cfg, fsm.New(), nil)
+		node, err := Open(cfg, fsm.New())
 		if err != nil {
 			t.Fatalf("open %s: %v", p.ID, err)
 		}
 		t.Cleanup(func() { _ = node.Shutdown(context.Background(), false) })
+		if err := node.Start(nil); err != nil {
+			t.Fatalf("start %s: %v", p.ID, err)
+		}
 		nodes = append(nodes, node)
 	}
 	return nodes

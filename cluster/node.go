@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -44,8 +45,11 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	fsm   *fsm.FSM
-	raft  *raft.Raft
+	hlog  hclog.Logger // hashicorp/raft's logger, into log
+	rc    *raft.Config // set by Open, for Start
+	raft  *raft.Raft   // nil until Start
 	store *raftboltdb.BoltStore
+	snaps raft.SnapshotStore
 	trans *raft.NetworkTransport
 	mux   *mux
 
@@ -70,27 +74,28 @@ type Node struct {
 	stopRaft func() error
 }
 
-// Open starts a node: it opens (or creates) the stores in cfg.DataDir,
-// bootstraps a new cluster if cfg asks for one and the stores are empty, and
-// starts Raft. listener may be nil.
-func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
+// Open prepares a node without starting Raft: it opens (or creates) the
+// stores in cfg.DataDir, opens the Raft port, and bootstraps a new cluster if
+// cfg asks for one and the stores are empty. Start then runs Raft. The two
+// steps let the parts that serve leadership (the issuer, the lease timers)
+// be built on the node before the node can tell them anything. A node that
+// is never started is closed with Shutdown.
+func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
+	base := cfg.Logger
+	if base == nil {
+		base = slog.Default()
 	}
-	log = log.With("component", "cluster", "node", cfg.ID)
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-
 	n := &Node{
 		cfg:           cfg,
-		log:           log,
+		log:           base.With("component", "cluster", "node", cfg.ID),
+		hlog:          newRaftLogger(base.With("component", "raft", "node", cfg.ID), cfg.RaftLogLevel),
 		fsm:           f,
-		listener:      listener,
 		obsCh:         make(chan raft.Observation, 64),
 		reestablishCh: make(chan chan struct{}),
 		shutdownCh:    make(chan struct{}),
@@ -102,30 +107,90 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 			_ = n.closeStore()
 		}
 	}()
+	if err := n.openStorage(); err != nil {
+		return nil, err
+	}
+	if err := n.openNetwork(); err != nil {
+		return nil, err
+	}
+	rc, err := n.raftConfig()
+	if err != nil {
+		return nil, err
+	}
+	existing, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil {
+		return nil, fmt.Errorf("read raft state: %w", err)
+	}
+	if !existing {
+		if err := n.bootstrap(rc); err != nil {
+			return nil, err
+		}
+	} else if cfg.Bootstrap || len(cfg.InitialCluster) > 0 {
+		n.log.Info("data dir holds raft state; resuming it and ignoring the bootstrap settings")
+	}
+	n.rc = rc
+	ok = true
+	return n, nil
+}
 
+// Start runs Raft and the leader loop; listener (which may be nil) hears of
+// every stretch of leadership from then on, each only after its Barrier.
+// Call it once, after Open.
+func (n *Node) Start(listener LeadershipListener) error {
+	if n.rc == nil || n.started.Load() != nil {
+		return errors.New("cluster: Start needs a node from Open, and runs once")
+	}
+	n.listener = listener
+	r, err := raft.NewRaft(n.rc, instrumentedFSM{n.fsm, n.cfg.Metrics}, n.store, n.store, n.snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+	n.stopRaft = func() error { return r.Shutdown().Error() }
+	n.started.Store(r)
+	if n.cfg.Metrics != nil {
+		n.cfg.Metrics.Register(newRaftCollector(n))
+	}
+	n.observer = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.RaftState, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	r.RegisterObserver(n.observer)
+	n.wg.Add(1)
+	go n.leaderLoop()
+	return nil
+}
+
+// openStorage opens the log and stable store and the snapshot store.
+func (n *Node) openStorage() error {
 	// raft-boltdb fsyncs every write (NoSync is false): an entry counts
 	// only once it is on disk.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(n.cfg.DataDir, "raft.db")})
 	if err != nil {
-		return nil, fmt.Errorf("open raft store: %w", err)
+		return fmt.Errorf("open raft store: %w", err)
 	}
 	n.store = store
-
-	base := cfg.Logger
-	if base == nil {
-		base = slog.Default()
-	}
-	hlog := newRaftLogger(base.With("component", "raft", "node", cfg.ID), cfg.RaftLogLevel)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, n.cfg.SnapshotRetain, n.hlog)
 	if err != nil {
-		return nil, fmt.Errorf("open snapshot store: %w", err)
+		return fmt.Errorf("open snapshot store: %w", err)
 	}
+	n.snaps = snaps
+	return nil
+}
 
+// openNetwork opens the Raft port: the listener (TLS if configured), the
+// mux that splits it between Raft and the leadership probe, Raft's
+// transport, and the probe's two ends.
+func (n *Node) openNetwork() error {
+	cfg := n.cfg
 	ln := cfg.Listener
 	if ln == nil {
-		ln, err = net.Listen("tcp", cfg.RaftAddr)
-		if err != nil {
-			return nil, fmt.Errorf("listen on raft address: %w", err)
+		var err error
+		if ln, err = net.Listen("tcp", cfg.RaftAddr); err != nil {
+			return fmt.Errorf("listen on raft address: %w", err)
 		}
 	}
 	advertise := ln.Addr()
@@ -134,13 +199,13 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		// when its IP changes on restart.
 		if _, _, err := net.SplitHostPort(cfg.RaftAdvertise); err != nil {
 			_ = ln.Close()
-			return nil, fmt.Errorf("raft advertise address: %w", err)
+			return fmt.Errorf("raft advertise address: %w", err)
 		}
 		advertise = advertiseAddr(cfg.RaftAdvertise)
 	}
 	if host, _, err := net.SplitHostPort(advertise.String()); err == nil && net.ParseIP(host).IsUnspecified() {
 		_ = ln.Close()
-		return nil, fmt.Errorf("raft address %s is not reachable by other nodes: set an advertise address", advertise)
+		return fmt.Errorf("raft address %s is not reachable by other nodes: set an advertise address", advertise)
 	}
 	n.probeServer = newProbeServer(func() uint64 {
 		// A probe can arrive before Raft has started; term 0 counts for
@@ -158,7 +223,7 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		ln = tls.NewListener(ln, cfg.TLS.Server)
 		dial = tlsDial(dial, cfg.TLS.Client)
 	}
-	n.mux = newMux(ln, advertise, dial, log, n.probeServer.serve)
+	n.mux = newMux(ln, advertise, dial, n.log, n.probeServer.serve)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,
@@ -166,7 +231,7 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		// "Pipelined replication".
 		MaxRPCsInFlight: cfg.MaxRPCsInFlight,
 		Timeout:         10 * time.Second,
-		Logger:          hlog,
+		Logger:          n.hlog,
 	})
 	n.probeClient = newProbeClient(n.mux.dial)
 	n.verifier = newVerifier(func() (uint64, error) {
@@ -175,7 +240,12 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 		cfg.Metrics.ObserveVerify(time.Since(start), err)
 		return term, err
 	})
+	return nil
+}
 
+// raftConfig is hashicorp/raft's configuration for this node.
+func (n *Node) raftConfig() (*raft.Config, error) {
+	cfg := n.cfg
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -187,52 +257,18 @@ func Open(cfg Config, f *fsm.FSM, listener LeadershipListener) (*Node, error) {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.ShutdownOnRemove = false // a removed node stays up to answer and be shut down by its operator
 	rc.BatchApplyCh = true      // concurrent proposals share one disk write and one replication round
-	rc.Logger = hlog
+	rc.Logger = n.hlog
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raft config: %w", err)
 	}
-
-	existing, err := raft.HasExistingState(store, store, snaps)
-	if err != nil {
-		return nil, fmt.Errorf("read raft state: %w", err)
-	}
-	if !existing {
-		if err := n.bootstrap(rc, snaps, advertise); err != nil {
-			return nil, err
-		}
-	} else if cfg.Bootstrap || len(cfg.InitialCluster) > 0 {
-		log.Info("data dir holds raft state; resuming it and ignoring the bootstrap settings")
-	}
-
-	r, err := raft.NewRaft(rc, instrumentedFSM{f, cfg.Metrics}, store, store, snaps, n.trans)
-	if err != nil {
-		return nil, fmt.Errorf("start raft: %w", err)
-	}
-	n.raft = r
-	n.stopRaft = func() error { return r.Shutdown().Error() }
-	n.started.Store(r)
-	if cfg.Metrics != nil {
-		cfg.Metrics.Register(newRaftCollector(n))
-	}
-	n.observer = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
-		switch o.Data.(type) {
-		case raft.RaftState, raft.LeaderObservation:
-			return true
-		}
-		return false
-	})
-	r.RegisterObserver(n.observer)
-	n.wg.Add(1)
-	go n.leaderLoop()
-	ok = true
-	return n, nil
+	return rc, nil
 }
 
-func (n *Node) bootstrap(rc *raft.Config, snaps raft.SnapshotStore, advertise net.Addr) error {
+func (n *Node) bootstrap(rc *raft.Config) error {
 	var servers []raft.Server
 	switch {
 	case n.cfg.Bootstrap:
-		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: raft.ServerAddress(advertise.String())}}
+		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: raft.ServerAddress(n.mux.advertise.String())}}
 	case len(n.cfg.InitialCluster) > 0:
 		for _, p := range n.cfg.InitialCluster {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
@@ -241,7 +277,7 @@ func (n *Node) bootstrap(rc *raft.Config, snaps raft.SnapshotStore, advertise ne
 		return nil // joining: the leader adds this node
 	}
 	n.log.Info("bootstrapping a new cluster", "voters", len(servers))
-	if err := raft.BootstrapCluster(rc, n.store, n.store, snaps, n.trans, raft.Configuration{Servers: servers}); err != nil {
+	if err := raft.BootstrapCluster(rc, n.store, n.store, n.snaps, n.trans, raft.Configuration{Servers: servers}); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	return nil
@@ -304,7 +340,7 @@ func (n *Node) stepDown(l Leadership) {
 // establish runs the Barrier that makes this node's FSM hold everything
 // committed before its term, then starts serving.
 func (n *Node) establish(term uint64) {
-	if n.cfg.UnsafeSkipBarrier {
+	if n.cfg.skipBarrier() {
 		n.log.Warn("UNSAFE: serving as leader without a Barrier (planted fault)")
 	} else if err := n.raft.Barrier(n.cfg.ElectionTimeout).Error(); err != nil {
 		n.log.Warn("barrier failed; not serving yet", "term", term, "err", err)
@@ -406,6 +442,14 @@ func (n *Node) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block,
 		return fsm.Block{}, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
 	}
 	return b, nil
+}
+
+// ApplyLeaseOp stamps a lease operation with this leader's clock and ID
+// (recorded for operators, never compared) and applies it; the answer is the
+// FSM's.
+func (n *Node) ApplyLeaseOp(ctx context.Context, op fsm.LeaseOp) (any, error) {
+	op.Stamp = n.Stamp()
+	return n.Apply(ctx, fsm.EncodeLeaseOp(op))
 }
 
 // Stamp is what this node, as leader, writes into entries that carry time:
@@ -716,6 +760,12 @@ func (n *Node) CaughtUp() bool {
 func (n *Node) Shutdown(ctx context.Context, transfer bool) error {
 	var err error
 	n.shutdownOnce.Do(func() {
+		if n.started.Load() == nil {
+			// Opened, never started: nothing runs but the Raft port.
+			close(n.shutdownCh)
+			err = errors.Join(n.closeNetwork(), n.closeStore())
+			return
+		}
 		if transfer && n.raft.State() == raft.Leader && n.voterCount() > 1 {
 			if terr := n.TransferLeadership(ctx); terr != nil {
 				n.log.Warn("leadership transfer on shutdown failed", "err", terr)

@@ -74,3 +74,72 @@ func TestShutdown_ThreeNodes_NoGoroutineOrConnectionLeft(t *testing.T) {
 	}
 	goleak.VerifyNone(t, before)
 }
+
+// openUnstarted opens a single bootstrapping node in dir without starting it.
+func openUnstarted(t *testing.T, dir string) *Node {
+	t.Helper()
+	ln := listenLoopback(t)
+	cfg := DefaultConfig()
+	cfg.ID = "n1"
+	cfg.DataDir = dir
+	cfg.Listener = ln
+	cfg.RaftAddr = ln.Addr().String()
+	cfg.HTTPAdvertise = "127.0.0.1:1"
+	cfg.Bootstrap = true
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = fastTimings.heartbeat, fastTimings.election, fastTimings.lease
+	cfg.Logger = discardLogger()
+	n, err := Open(cfg, fsm.New())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return n
+}
+
+// A node that was opened and never started (its owner failed to build
+// what it serves) is closed by Shutdown: the Raft port, the store's file
+// lock and every goroutine are released.
+func TestOpen_NeverStarted_ShutdownReleasesEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	n := openUnstarted(t, dir)
+	if err := n.Shutdown(context.Background(), true); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", n.cfg.RaftAddr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the Raft port still accepts connections")
+	}
+	// bolt holds an exclusive lock on raft.db while open: reopening waits
+	// on it forever if Shutdown left the store open.
+	again := openUnstarted(t, dir)
+	if err := again.Shutdown(context.Background(), false); err != nil {
+		t.Fatalf("shutdown of the reopened node: %v", err)
+	}
+}
+
+type recordingListener struct{ acquired chan Leadership }
+
+func (l recordingListener) LeadershipAcquired(ld Leadership) { l.acquired <- ld }
+func (l recordingListener) LeadershipLost(Leadership)        {}
+
+// Open then Start: the listener given to Start hears of the leadership a
+// bootstrapped node wins as soon as Raft runs, and Start runs only once.
+func TestStart_DeliversLeadershipToItsListener_Once(t *testing.T) {
+	n := openUnstarted(t, t.TempDir())
+	t.Cleanup(func() { _ = n.Shutdown(context.Background(), false) })
+	l := recordingListener{acquired: make(chan Leadership, 4)}
+	if err := n.Start(l); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	select {
+	case ld := <-l.acquired:
+		if ld.Term < 1 {
+			t.Fatalf("leadership in term %d", ld.Term)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener never heard of the leadership")
+	}
+	if err := n.Start(l); err == nil {
+		t.Fatal("a second Start was accepted")
+	}
+}

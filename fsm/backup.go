@@ -93,7 +93,7 @@ func (f *FSM) applyRestore(c RestoreBackup, index uint64) any {
 	if err != nil {
 		return err
 	}
-	if !f.empty() && !f.faults.RestoreSkipEmptyCheck {
+	if !f.empty() && !f.faults.restoreSkipEmptyCheck() {
 		return fmt.Errorf("%w: it has %d sequences and %d namespaces; restore seeds a new, empty cluster", ErrClusterNotEmpty, len(f.sequences), len(f.namespaces))
 	}
 	res := RestoreResult{Sequences: len(st.Sequences), Namespaces: len(st.Namespaces)}

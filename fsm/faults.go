@@ -1,9 +1,12 @@
+//go:build ticketd_faults
+
 package fsm
 
 // Faults are planted bugs for the fault-injection suite, each breaking one
 // rule of restores and leases, so that the suite can show it catches the
-// violation. Only a binary built with the ticketd_faults tag sets them; every
-// node of a cluster must plant the same ones, or replicas diverge.
+// violation. This file is compiled only with -tags ticketd_faults (nofaults.go
+// is its counterpart); every node of a cluster must plant the same ones, or
+// replicas diverge.
 type Faults struct {
 	// RestoreSkipEmptyCheck applies a restore over a state that has
 	// sequences or namespaces, replacing them.
@@ -26,3 +29,10 @@ func (f *FSM) PlantFaults(x Faults) {
 	defer f.mu.Unlock()
 	f.faults = x
 }
+
+type plantedFaults = Faults
+
+func (x Faults) restoreSkipEmptyCheck() bool  { return x.RestoreSkipEmptyCheck }
+func (x Faults) reuseLeaseTokens() bool       { return x.ReuseLeaseTokens }
+func (x Faults) skipAcquireIdempotency() bool { return x.SkipAcquireIdempotency }
+func (x Faults) wallClockLeaseExpiry() bool   { return x.WallClockLeaseExpiry }

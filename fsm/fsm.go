@@ -109,7 +109,9 @@ type FSM struct {
 	lastIndex    uint64
 	lastTerm     uint64
 
-	faults Faults
+	// faults are the planted bugs of the fault-injection build (faults.go);
+	// in every other build an empty struct whose checks are constants.
+	faults plantedFaults
 }
 
 var _ raft.FSM = (*FSM)(nil)

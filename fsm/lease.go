@@ -115,7 +115,7 @@ func (f *FSM) acquire(c LeaseOp, now int64, index, term uint64) any {
 	// A retry of an acquire that was granted (its answer lost, or a 503
 	// after the grant) gets that lease back: otherwise every retry would
 	// tie up another worker id for a TTL and a recycle delay.
-	if c.RequestID != "" && !f.faults.SkipAcquireIdempotency {
+	if c.RequestID != "" && !f.faults.skipAcquireIdempotency() {
 		for _, l := range leases {
 			if l.RequestID == c.RequestID && l.Holder == c.Holder && f.held(l, now) {
 				return *l
@@ -135,14 +135,14 @@ func (f *FSM) acquire(c LeaseOp, now int64, index, term uint64) any {
 // held and free are the state's answers; the planted fault
 // WallClockLeaseExpiry answers by the stamps instead, as before issue #18.
 func (f *FSM) held(l *Lease, now int64) bool {
-	if f.faults.WallClockLeaseExpiry {
+	if f.faults.wallClockLeaseExpiry() {
 		return l.State == LeaseHeld && l.Active(now)
 	}
 	return l.State == LeaseHeld
 }
 
 func (f *FSM) free(l *Lease, ns *Namespace, now int64) bool {
-	if f.faults.WallClockLeaseExpiry && !l.Active(now) && now >= l.EndMs()+ns.RecycleDelayMs {
+	if f.faults.wallClockLeaseExpiry() && !l.Active(now) && now >= l.EndMs()+ns.RecycleDelayMs {
 		return true
 	}
 	return l.State == LeaseFree

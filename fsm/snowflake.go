@@ -305,7 +305,7 @@ func (f *FSM) applyLegacyAcquire(c AcquireLease, index, term uint64) any {
 	if err != nil {
 		return err
 	}
-	if c.RequestID != "" && !f.faults.SkipAcquireIdempotency {
+	if c.RequestID != "" && !f.faults.skipAcquireIdempotency() {
 		for _, l := range leases {
 			if l.RequestID == c.RequestID && l.Holder == c.Holder && l.Active(now) {
 				return *l
@@ -341,7 +341,7 @@ func (f *FSM) leaseTarget(namespace, holder, requestID string) (*Namespace, map[
 func (f *FSM) grant(ns *Namespace, w int64, holder, requestID string, clientMs int64, s Stamp, now int64, index, term uint64, legacy bool) Lease {
 	leases := f.leases[ns.Name]
 	token := index
-	if token <= f.tokenFloor && !f.faults.ReuseLeaseTokens {
+	if token <= f.tokenFloor && !f.faults.reuseLeaseTokens() {
 		token = f.tokenFloor + 1
 	}
 	l := &Lease{Namespace: ns.Name, WorkerID: w, Holder: holder, Token: token, GrantedMs: now,

@@ -69,24 +69,10 @@ type Config struct {
 	// Metrics, if set, receives block and wait metrics.
 	Metrics *metrics.Metrics
 
-	// Unsafe plants bugs for the fault-injection suite to find. Only a
-	// binary built with the ticketd_faults tag can set it.
-	Unsafe Faults
-}
-
-// Faults are planted bugs, each breaking one invariant, so that the
-// fault-injection suite can show it detects the violation. Never set in
-// production.
-type Faults struct {
-	// ServeUncommitted hands out a block as soon as it is proposed, with
-	// its range computed by the leader from its own view of the mark,
-	// instead of waiting for the FSM to compute it at apply time.
-	ServeUncommitted bool
-	// SkipVerify hands out ranges without the quorum check.
-	SkipVerify bool
-	// KeepBlocks keeps the blocks of an ended leadership and serves them
-	// again if the node leads again.
-	KeepBlocks bool
+	// faultConfig holds the planted bugs of the fault-injection build
+	// (faults.go, built with the ticketd_faults tag) and nothing in any
+	// other build (nofaults.go).
+	faultConfig
 }
 
 // DefaultConfig returns the production block sizing.
@@ -99,6 +85,23 @@ func DefaultConfig() Config {
 		MinSpanBlock:   64,
 		ProposeTimeout: 5 * time.Second,
 	}
+}
+
+// Validate reports settings the issuer cannot work with: SpanDivisor
+// divides, and blocks of fewer than one ID, or a cap below the idle size,
+// would leave a sequence without a block to serve from.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MinBlock < 1 || c.MaxBlock < c.MinBlock {
+		errs = append(errs, fmt.Errorf("block sizes: want 1 <= min (%d) <= max (%d)", c.MinBlock, c.MaxBlock))
+	}
+	if c.SpanDivisor < 1 || c.MinSpanBlock < 1 {
+		errs = append(errs, fmt.Errorf("span divisor (%d) and min span block (%d) must be at least 1", c.SpanDivisor, c.MinSpanBlock))
+	}
+	if c.BlockDuration <= 0 || c.ProposeTimeout <= 0 {
+		errs = append(errs, errors.New("block duration and propose timeout must be positive"))
+	}
+	return errors.Join(errs...)
 }
 
 // Range is an inclusive range of IDs.
@@ -129,7 +132,7 @@ func New(p Proposer, cfg Config) *Issuer {
 func (is *Issuer) Acquire(term uint64) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	if is.cfg.Unsafe.KeepBlocks {
+	if is.cfg.keepBlocks() {
 		for _, s := range is.seqs {
 			s.mu.Lock()
 			s.term, s.dead = term, false
@@ -147,7 +150,7 @@ func (is *Issuer) Acquire(term uint64) {
 func (is *Issuer) Drop() {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	if is.cfg.Unsafe.KeepBlocks {
+	if is.cfg.keepBlocks() {
 		is.serving = false
 		return
 	}
@@ -203,7 +206,7 @@ func (is *Issuer) sequence(name string) (*sequence, uint64, error) {
 	}
 	span := st.Max - st.Start + 1 // start >= 1, so this fits an int64
 	capSize := max(span/is.cfg.SpanDivisor, is.cfg.MinSpanBlock)
-	s = &sequence{is: is, name: name, term: term, capSize: min(capSize, is.cfg.MaxBlock), lastProposal: is.now(), proposedMark: st.Issued}
+	s = &sequence{is: is, name: name, term: term, capSize: min(capSize, is.cfg.MaxBlock), lastProposal: is.now()}
 	is.seqs[name] = s
 	return s, term, nil
 }
@@ -221,7 +224,7 @@ func (is *Issuer) Reserve(ctx context.Context, name string, count int64) (Range,
 	if err != nil {
 		return Range{}, err
 	}
-	if is.cfg.Unsafe.SkipVerify {
+	if is.cfg.skipVerify() {
 		return Range{First: first, Last: first + count - 1}, nil
 	}
 	// The range is cut; now prove nobody newer could have served a higher
@@ -255,7 +258,7 @@ type sequence struct {
 	rate         float64 // IDs per second
 	lastBlock    int64
 
-	proposedMark int64 // only for Faults.ServeUncommitted
+	faultState // the planted bugs' state, in the fault-injection build only
 }
 
 type proposal struct {
@@ -310,7 +313,7 @@ func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
 		}
 		p := s.pending
 		s.mu.Unlock()
-		if p == nil { // only with Faults.ServeUncommitted
+		if p == nil { // only with the planted bug serve-uncommitted (faults.go)
 			continue
 		}
 
@@ -362,38 +365,13 @@ func (s *sequence) propose(need int64) {
 	size = max(size, need)
 	s.lastBlock = size
 
-	if s.is.cfg.Unsafe.ServeUncommitted {
+	if s.is.cfg.serveUncommitted() {
 		s.serveUncommitted(size)
 		return
 	}
 	p := &proposal{min: need, done: make(chan struct{})}
 	s.pending = p
 	go s.runProposal(p, size)
-}
-
-// serveUncommitted is the planted bug Faults.ServeUncommitted: the leader
-// computes the block itself and serves it before the entry commits. If the
-// entry is lost (the leader dies first), the next leader grants the same IDs
-// again. s.mu is held.
-func (s *sequence) serveUncommitted(size int64) {
-	st, _ := s.is.p.Sequence(s.name)
-	mark := max(s.proposedMark, st.Issued)
-	size = min(size, st.Max-mark)
-	if size <= 0 {
-		return
-	}
-	first := mark + 1
-	s.proposedMark = mark + size
-	if s.avail > 0 && s.next+s.avail == first {
-		s.avail += size
-	} else {
-		s.next, s.avail = first, size
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.is.cfg.ProposeTimeout)
-		defer cancel()
-		_, _ = s.is.p.ReserveBlock(ctx, fsm.ReserveBlock{Name: s.name, Count: size, Min: 1})
-	}()
 }
 
 func (s *sequence) runProposal(p *proposal, size int64) {

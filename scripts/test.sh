@@ -5,7 +5,8 @@
 #   scripts/test.sh --fault-suite    # stage 1, then stage 2 (what CI runs: .ci/run)
 #   scripts/test.sh -run TestX       # anything else goes to go test
 #
-# Stage 1: formatting, vet, the module checks, every unit and integration
+# Stage 1: formatting, vet, the module checks, the fault build's check,
+# every unit and integration
 # test with the race detector (in-process clusters, and the tests that drive
 # the built binary as processes), every fuzz target for a few seconds, and
 # the benchmark in smoke mode.
@@ -43,6 +44,9 @@ packages=$(go list -m -f '{{.Dir}}/...')
 go vet $packages
 # Each module tidy, and the SDK's module graph small (issue #12).
 scripts/modules.sh
+# The planted bugs build only with -tags ticketd_faults, and production
+# binaries carry none of them.
+scripts/faults-build.sh
 # -p 1: packages that start clusters must not run side by side on a small machine.
 go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # Every fuzz target for a few seconds beyond its seed corpus (which the

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
@@ -29,78 +28,6 @@ import (
 	"github.com/ticketd/ticketd/metrics"
 )
 
-// Config configures a node.
-type Config struct {
-	Cluster cluster.Config
-	Issuer  issuer.Config
-
-	// HTTPAddr is the address the API listens on; HTTPAdvertise the
-	// host:port other nodes and clients reach it at (HTTPAddr if empty).
-	HTTPAddr      string
-	HTTPAdvertise string
-	// HTTPListener, if set, is used instead of listening on HTTPAddr.
-	HTTPListener net.Listener
-
-	// Join lists API URLs of existing members; a node that is in no Raft
-	// configuration yet asks them to add it.
-	Join []string
-
-	RequestTimeout time.Duration
-	// Pprof serves Go's profiler under /debug/pprof/ (admin scope).
-	Pprof bool
-
-	// Tokens turns authentication on; nil is dev mode (no auth).
-	Tokens *auth.Tokens
-	// MetricsPublic serves /metrics without a token.
-	MetricsPublic bool
-	// Metrics receives the node's metrics and is served at /metrics; nil
-	// means a new set.
-	Metrics *metrics.Metrics
-	// MaxInflight bounds requests in progress (429 beyond).
-	MaxInflight int
-
-	// APITLS, if set, serves the API over HTTPS with it. PeerTLS gives the
-	// client side of one connection to another node's API (forwarding,
-	// join, metadata): it must trust their certificates and, if they
-	// require client certificates, present one. It is called per
-	// connection, so reloaded certificate files take effect on the next.
-	APITLS  *tls.Config
-	PeerTLS func() *tls.Config
-	// AuditInterval is how often the uniqueness probe checks this node's
-	// replica of the allocation audit.
-	AuditInterval time.Duration
-	// MetadataInterval is how often a node checks that the replicated
-	// metadata knows its API address.
-	MetadataInterval time.Duration
-	// HTTPReadTimeout bounds reading a whole request (headers and body),
-	// HTTPWriteTimeout writing its answer, so that a slow or stalled
-	// client cannot hold an in-flight slot. Backup and restore extend them
-	// for their large bodies.
-	HTTPReadTimeout  time.Duration
-	HTTPWriteTimeout time.Duration
-	// UnsafeFSM plants bugs in the state machine (fault-injection builds
-	// only; see fsm.Faults).
-	UnsafeFSM fsm.Faults
-	// UnsafeHandler, if set, is served under /unsafe/ without
-	// authentication: the fault-injection build's controls (its clock).
-	UnsafeHandler http.Handler
-
-	Logger *slog.Logger
-}
-
-// DefaultConfig returns production settings.
-func DefaultConfig() Config {
-	return Config{
-		Cluster:          cluster.DefaultConfig(),
-		Issuer:           issuer.DefaultConfig(),
-		RequestTimeout:   10 * time.Second,
-		MetadataInterval: time.Second,
-		AuditInterval:    30 * time.Second,
-		HTTPReadTimeout:  30 * time.Second,
-		HTTPWriteTimeout: 60 * time.Second, // above a 30 s CPU profile
-	}
-}
-
 // Server is a running node.
 type Server struct {
 	cfg    Config
@@ -108,7 +35,6 @@ type Server struct {
 	node   *cluster.Node
 	issuer *issuer.Issuer
 	lessor *lessor.Lessor
-	opened chan struct{} // closed once node is set: the lessor may start before Open returns
 	// newConns are API connections that have not carried a request yet.
 	newConns newConns
 	api      *httpapi.Service
@@ -127,6 +53,9 @@ type Server struct {
 
 // Start opens the node and starts serving its API.
 func Start(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -142,9 +71,9 @@ func Start(cfg Config) (*Server, error) {
 	if advertise == "" {
 		advertise = ln.Addr().String()
 	}
-	if host, _, err := net.SplitHostPort(advertise); err != nil || net.ParseIP(host).IsUnspecified() {
+	if err := checkReachable(advertise); err != nil {
 		_ = ln.Close()
-		return nil, fmt.Errorf("HTTP address %s is not reachable by other nodes: set an advertise address", advertise)
+		return nil, err
 	}
 	stopCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{
@@ -155,7 +84,6 @@ func Start(cfg Config) (*Server, error) {
 		ln:       ln,
 		stop:     make(chan struct{}),
 		serveErr: make(chan error, 1),
-		opened:   make(chan struct{}),
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New("dev")
@@ -182,23 +110,25 @@ func Start(cfg Config) (*Server, error) {
 	cc.Logger = log
 	cc.Metrics = cfg.Metrics
 	cfg.Issuer.Metrics = cfg.Metrics
-	// The issuer reaches the cluster through s, which holds the node once
-	// Open returns; nothing is proposed before the first Acquire.
-	s.issuer = issuer.New(proposer{s}, cfg.Issuer)
 	s.cfg = cfg
 	state := fsm.New()
-	state.PlantFaults(cfg.UnsafeFSM)
-	// The lessor's proposals go through s, like the issuer's; it starts
-	// only when the node serves as leader.
-	s.lessor = lessor.New(state, s.proposeLeaseOp, lessor.Config{Logger: log, Metrics: cfg.Metrics})
-	node, err := cluster.Open(cc, state, leadershipListener{s.issuer, s.lessor})
+	cfg.plantFaults(state)
+	node, err := cluster.Open(cc, state)
 	if err != nil {
 		cancel()
 		_ = ln.Close()
 		return nil, err
 	}
 	s.node = node
-	close(s.opened)
+	s.issuer = issuer.New(node, cfg.Issuer)
+	// The lease timers start only when the node serves as leader.
+	s.lessor = lessor.New(state, node.ApplyLeaseOp, lessor.Config{Logger: log, Metrics: cfg.Metrics})
+	if err := node.Start(leadershipListener{s.issuer, s.lessor}); err != nil {
+		_ = node.Shutdown(context.Background(), false)
+		cancel()
+		_ = ln.Close()
+		return nil, err
+	}
 	s.api = httpapi.New(httpapi.Config{
 		Store:            store{s},
 		Logger:           log,
@@ -390,19 +320,6 @@ func (l leadershipListener) LeadershipLost(cluster.Leadership) {
 	l.is.Drop()
 	l.ls.LeadershipLost()
 }
-
-// proposer gives the issuer the node's Apply and leadership check.
-type proposer struct{ s *Server }
-
-func (p proposer) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error) {
-	return p.s.node.ReserveBlock(ctx, c)
-}
-
-func (p proposer) VerifyLeader(ctx context.Context) (uint64, error) {
-	return p.s.node.VerifyLeader(ctx)
-}
-
-func (p proposer) Sequence(name string) (fsm.Sequence, bool) { return p.s.node.Sequence(name) }
 
 var _ httpapi.Store = store{}
 

@@ -65,7 +65,7 @@ func (st store) Namespaces(ctx context.Context) ([]domain.Namespace, error) {
 // would answer a committed grant with a 503, and the retry would take a
 // second worker id).
 func (st store) lease(ctx context.Context, ns string, op fsm.LeaseOp) (domain.LeaseGrant, error) {
-	resp, err := st.s.proposeLeaseOp(ctx, op)
+	resp, err := st.s.node.ApplyLeaseOp(ctx, op)
 	if err != nil {
 		return domain.LeaseGrant{}, kindOf(err)
 	}
@@ -235,16 +235,4 @@ func (s *Server) auditLoop(interval time.Duration) {
 		case <-time.After(interval):
 		}
 	}
-}
-
-// proposeLeaseOp stamps a lease operation with this leader's clock and ID
-// (recorded for operators, never compared) and applies it.
-func (s *Server) proposeLeaseOp(ctx context.Context, op fsm.LeaseOp) (any, error) {
-	select {
-	case <-s.opened:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	op.Stamp = s.node.Stamp()
-	return s.node.Apply(ctx, fsm.EncodeLeaseOp(op))
 }

@@ -262,11 +262,8 @@ func serve(args []string, stderr io.Writer) error {
 			cfg.Join = append(cfg.Join, strings.TrimSpace(u))
 		}
 	}
-	// HTTPAdvertise is filled in by server.Start; validate the rest now so
-	// a bad flag is reported before anything is opened.
-	vc := cfg.Cluster
-	vc.HTTPAdvertise = "validated-later:1"
-	if err := vc.Validate(); err != nil {
+	// A bad flag is a usage error, reported before anything is opened.
+	if err := cfg.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
 	if err := sec.apply(&cfg); err != nil {

@@ -1,0 +1,10 @@
+//go:build !ticketd_faults
+
+package cluster
+
+// Every build but the fault-injection one (faults.go): a new leader always
+// runs its Barrier.
+
+type faultConfig struct{}
+
+func (faultConfig) skipBarrier() bool { return false }

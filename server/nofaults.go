@@ -1,0 +1,11 @@
+//go:build !ticketd_faults
+
+package server
+
+import "github.com/ticketd/ticketd/fsm"
+
+// Every build but the fault-injection one (faults.go): nothing is planted.
+
+type faultConfig struct{}
+
+func (faultConfig) plantFaults(*fsm.FSM) {}
