@@ -66,6 +66,16 @@ type Node struct {
 	obsCh         chan raft.Observation
 	reestablishCh chan chan struct{}
 
+	// Every Raft future this node waits on is counted in futures, and none
+	// is started once closing is set: Shutdown lets those in flight be
+	// answered before it stops Raft, because hashicorp/raft never answers
+	// one whose entry committed but had not reached the FSM when it shut
+	// down (hashicorp/raft#498), and whoever waited on it would wait
+	// forever.
+	futuresMu sync.Mutex
+	closing   bool
+	futures   sync.WaitGroup
+
 	shutdownOnce sync.Once
 	shutdownCh   chan struct{}
 	wg           sync.WaitGroup
@@ -342,7 +352,7 @@ func (n *Node) stepDown(l Leadership) {
 func (n *Node) establish(term uint64) {
 	if n.cfg.skipBarrier() {
 		n.log.Warn("UNSAFE: serving as leader without a Barrier (planted fault)")
-	} else if err := n.raft.Barrier(n.cfg.ElectionTimeout).Error(); err != nil {
+	} else if err := n.await(context.Background(), func() raft.Future { return n.raft.Barrier(n.cfg.ElectionTimeout) }); err != nil {
 		n.log.Warn("barrier failed; not serving yet", "term", term, "err", err)
 		return
 	}
@@ -404,8 +414,11 @@ func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
 	}
 	// raft's timeout bounds only the enqueue; the wait below has ours.
 	start := time.Now()
-	f := n.raft.Apply(cmd, n.cfg.ElectionTimeout)
-	if err := n.wait(ctx, f); err != nil {
+	var f raft.ApplyFuture
+	if err := n.await(ctx, func() raft.Future {
+		f = n.raft.Apply(cmd, n.cfg.ElectionTimeout)
+		return f
+	}); err != nil {
 		return nil, err
 	}
 	n.cfg.Metrics.ObserveApply(time.Since(start))
@@ -416,9 +429,25 @@ func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
 	return resp, nil
 }
 
-func (n *Node) wait(ctx context.Context, f raft.Future) error {
+// await hands Raft a request (start returns its future) and waits for the
+// answer, for ctx to end, or for the node to shut down. A node that is
+// shutting down starts nothing new. The goroutine that waits on the future
+// outlives a caller who stops waiting, until Raft answers: Shutdown waits
+// for it (see futures).
+func (n *Node) await(ctx context.Context, start func() raft.Future) error {
+	n.futuresMu.Lock()
+	if n.closing {
+		n.futuresMu.Unlock()
+		return ErrShutdown
+	}
+	n.futures.Add(1)
+	n.futuresMu.Unlock()
+	f := start()
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	go func() {
+		defer n.futures.Done()
+		done <- f.Error()
+	}()
 	select {
 	case err := <-done:
 		return mapRaftError(err)
@@ -591,8 +620,9 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
 			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
 		}
-		f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
-		if err := n.wait(ctx, f); err != nil {
+		if err := n.await(ctx, func() raft.Future {
+			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+		}); err != nil {
 			return err
 		}
 		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
@@ -662,8 +692,9 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	if !found {
 		return nil
 	}
-	f := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ElectionTimeout)
-	if err := n.wait(ctx, f); err != nil {
+	if err := n.await(ctx, func() raft.Future {
+		return n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ElectionTimeout)
+	}); err != nil {
 		return err
 	}
 	n.log.Info("removed member", "id", id)
@@ -698,12 +729,12 @@ func (n *Node) Reestablish(ctx context.Context) error {
 
 // TransferLeadership hands leadership to another voter and waits for it.
 func (n *Node) TransferLeadership(ctx context.Context) error {
-	return n.wait(ctx, n.raft.LeadershipTransfer())
+	return n.await(ctx, n.raft.LeadershipTransfer)
 }
 
 // Snapshot forces a snapshot now.
 func (n *Node) Snapshot(ctx context.Context) error {
-	return n.wait(ctx, n.raft.Snapshot())
+	return n.await(ctx, func() raft.Future { return n.raft.Snapshot() })
 }
 
 // Status returns this node's view of the cluster.
@@ -773,6 +804,7 @@ func (n *Node) Shutdown(ctx context.Context, transfer bool) error {
 				n.log.Info("leadership transferred")
 			}
 		}
+		n.drainFutures(ctx)
 		close(n.shutdownCh)
 		n.raft.DeregisterObserver(n.observer)
 		done := make(chan error, 1)
@@ -801,6 +833,31 @@ func (n *Node) Shutdown(ctx context.Context, transfer bool) error {
 		}
 	})
 	return err
+}
+
+// drainFutures stops new Raft requests and waits, while Raft still runs,
+// for those in flight to be answered: committed entries reach the FSM and
+// answer their callers; those that cannot commit are answered when this
+// leader steps down, within its lease timeout. The wait is bounded by ctx
+// and by an election and a lease timeout more than that takes, so a Raft
+// that never answers cannot hold a shutdown.
+func (n *Node) drainFutures(ctx context.Context) {
+	n.futuresMu.Lock()
+	n.closing = true
+	n.futuresMu.Unlock()
+	drained := make(chan struct{})
+	go func() {
+		n.futures.Wait()
+		close(drained)
+	}()
+	bound := time.NewTimer(2*n.cfg.ElectionTimeout + n.cfg.LeaderLeaseTimeout)
+	defer bound.Stop()
+	select {
+	case <-drained:
+	case <-bound.C:
+		n.log.Warn("shutting down with Raft requests still unanswered")
+	case <-ctx.Done():
+	}
 }
 
 func (n *Node) voterCount() int {

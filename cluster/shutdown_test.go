@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -142,4 +143,54 @@ func TestStart_DeliversLeadershipToItsListener_Once(t *testing.T) {
 	if err := n.Start(l); err == nil {
 		t.Fatal("a second Start was accepted")
 	}
+}
+
+// TestShutdown_UnderLoad_NoApplyLeftWaiting: hashicorp/raft answers no
+// future whose entry had committed but not yet reached the FSM when Raft
+// shut down (runFSM returns with batches still queued; hashicorp/raft#498),
+// so a goroutine waiting on such a future waited forever. CI's goleak saw
+// one. Shutting a leader down while proposals stream in must leave every
+// proposal answered and nothing waiting.
+func TestShutdown_UnderLoad_NoApplyLeftWaiting(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	const rounds, proposers = 8, 16
+	for round := range rounds {
+		n := openSingleNode(t)
+		applyEventually(t, []*Node{n}, fsm.EncodeSetMember(fsm.SetMember{ID: "x", RaftAddr: "127.0.0.1:1"}), 10*time.Second)
+		stop := make(chan struct{})
+		done := make(chan error, proposers)
+		for p := range proposers {
+			go func() {
+				cmd := fsm.EncodeSetMember(fsm.SetMember{ID: fmt.Sprintf("p%d", p), RaftAddr: "127.0.0.1:1"})
+				for i := 0; i < 100_000; i++ {
+					select {
+					case <-stop:
+						done <- nil
+						return
+					default:
+					}
+					_, err := n.Apply(context.Background(), cmd)
+					if err != nil && !errors.Is(err, ErrShutdown) && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrLeadershipLost) {
+						done <- fmt.Errorf("round %d: apply: %w", round, err)
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		time.Sleep(time.Duration(50+20*round) * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.Shutdown(ctx, false)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: shutdown: %v", round, err)
+		}
+		close(stop)
+		for range proposers {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	goleak.VerifyNone(t, before)
 }
