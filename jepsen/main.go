@@ -131,7 +131,7 @@ func run(args []string) int {
 	var err error
 	fs.IntVar(&cfg.Nodes, "nodes", 5, "cluster size (3 or 5; any size >= 3 in process mode)")
 	fs.DurationVar(&cfg.TimeLimit, "time-limit", 5*time.Minute, "how long the workload and nemeses run (setup, final heal and checks come on top)")
-	fs.StringVar(&nemeses, "nemesis", "all", "comma-separated nemesis kinds and groups, \"all\" or \"none\"; -KIND leaves one out (\"all,-clock\") (kinds: "+strings.Join(allKinds, ", ")+"; clock needs, and makes the harness build, the faults build)")
+	fs.StringVar(&nemeses, "nemesis", "all", "comma-separated nemesis kinds and groups, \"all\" or \"none\"; -KIND leaves one out (\"all,-clock\") (kinds: "+strings.Join(kindNames(), ", ")+"; clock needs, and makes the harness build, the faults build)")
 	fs.StringVar(&cfg.Schedule, "schedule", "cycle", "cycle: every selected kind once per cycle, in a random order; random: an independent random choice each time")
 	fs.IntVar(&cfg.Cycles, "cycles", 0, "with --schedule cycle, end the workload after this many full cycles (0: run until --time-limit)")
 	fs.DurationVar(&cfg.FaultMin, "fault-min", 2*time.Second, "shortest time a fault stays injected")
@@ -283,7 +283,7 @@ var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "
 // build's clock control (/unsafe/clock). Without --fault nothing is planted:
 // the clock control is then the only difference from a production build.
 func (c *config) faultsBuild() bool {
-	return c.Faults != "" || slices.Contains(c.Nemeses, "clock")
+	return c.Faults != "" || needClockControl(c.Nemeses)
 }
 
 // repoRoot finds the directory of ticketd's go.mod from the working

@@ -16,67 +16,146 @@ import (
 	"github.com/ticketd/ticketd/jepsen/checker"
 )
 
-// allKinds are the nemeses, in the order the README describes them.
-var allKinds = []string{
-	"kill-random",            // SIGKILL a random node, restart it
-	"kill-leader",            // SIGKILL the leader, restart it
-	"pause-leader",           // SIGSTOP the leader well past the election timeout, SIGCONT
-	"partition-leader",       // cut the leader off from every peer
-	"partition-halves",       // a random majority and minority
-	"partition-bridge",       // two halves that only a bridge node connects
-	"partition-ring",         // every node sees a different majority (>= 4 nodes)
-	"delay-leader",           // slow every packet on the leader's link
-	"loss-leader",            // drop a share of every packet on the leader's link
-	"kill-all",               // SIGKILL every node, restart in random order
-	"member-add",             // join a fresh node; heal: remove a follower
-	"member-remove-follower", // remove a follower; heal: a fresh node joins
-	"member-remove-leader",   // the leader removes itself; heal: a fresh node joins
-	"leader-transfer",        // SIGTERM the leader (it hands leadership over), restart it
-	"remove-isolated",        // cut a follower off, remove it, heal the network, retire it
-	"wipe-rejoin",            // SIGKILL a node, wipe its data, rejoin under a new ID
-	"leader-bounce",          // move leadership away from a node and back to it
-	"clock",                  // step wall clocks forward or back, seconds to hours (faults build)
+// nemesisKind is one nemesis: its name as --nemesis and the report spell
+// it, what it needs to run, and its inject. An inject heals what it did
+// before it returns (and marks the heal with m.healed); healAll then undoes
+// whatever any nemesis may have left. Adding a nemesis is adding an entry to
+// nemesisKinds: "all", --nemesis, the run's skip list and
+// --require-all-kinds all read the table.
+type nemesisKind struct {
+	name string
+	// group is the --nemesis shorthand that selects it with its kin ("":
+	// none).
+	group string
+	// net: it needs network faults (per-node namespaces: process mode as
+	// root, or Docker); skipped without them.
+	net bool
+	// minNodes is the smallest cluster it makes sense on (0: any), and
+	// fewNodes why; skipped on fewer.
+	minNodes int
+	fewNodes string
+	// clockControl: it steps wall clocks through the faults build's
+	// /unsafe/clock. Selecting it makes the harness build the faults
+	// build; the run checks every node has the control before the
+	// workload, and every heal sets the clocks back to 0.
+	clockControl bool
+	inject       func(m *nemesis, ctx context.Context, ev *checker.Nemesis) error
 }
 
-// netKinds need network faults.
-var netKinds = map[string]bool{
-	"partition-leader": true, "partition-halves": true, "partition-bridge": true, "partition-ring": true,
-	"delay-leader": true, "loss-leader": true, "remove-isolated": true, "leader-bounce": true,
+// nemesisKinds are the nemeses, in the order the README describes them
+// (and "all" lists them: results.json's run.nemeses; the schedule draws or
+// shuffles its own order).
+var nemesisKinds = []nemesisKind{
+	// SIGKILL a random node, restart it
+	{name: "kill-random", group: "kill", inject: (*nemesis).killRandom},
+	// SIGKILL the leader, restart it
+	{name: "kill-leader", group: "kill", inject: (*nemesis).killLeader},
+	// SIGSTOP the leader well past the election timeout, SIGCONT
+	{name: "pause-leader", inject: (*nemesis).pauseLeader},
+	// cut the leader off from every peer
+	{name: "partition-leader", group: "partition", net: true, inject: (*nemesis).partitionLeader},
+	// a random majority and minority
+	{name: "partition-halves", group: "partition", net: true, inject: (*nemesis).partitionHalves},
+	// two halves that only a bridge node connects
+	{name: "partition-bridge", group: "partition", net: true, inject: (*nemesis).partitionBridge},
+	// every node sees a different majority
+	{name: "partition-ring", group: "partition", net: true, inject: (*nemesis).partitionRing,
+		minNodes: 4, fewNodes: "a ring of majorities needs at least 4 nodes (on 3 every node would see every other)"},
+	// slow every packet on the leader's link
+	{name: "delay-leader", group: "link", net: true, inject: (*nemesis).delayLeader},
+	// drop a share of every packet on the leader's link
+	{name: "loss-leader", group: "link", net: true, inject: (*nemesis).lossLeader},
+	// SIGKILL every node, restart in random order
+	{name: "kill-all", group: "kill", inject: (*nemesis).killAll},
+	// join a fresh node; heal: remove a follower
+	{name: "member-add", group: "membership", inject: (*nemesis).memberAdd},
+	// remove a follower; heal: a fresh node joins
+	{name: "member-remove-follower", group: "membership", inject: (*nemesis).memberRemoveFollower},
+	// the leader removes itself; heal: a fresh node joins
+	{name: "member-remove-leader", group: "membership", inject: (*nemesis).memberRemoveLeader},
+	// SIGTERM the leader (it hands leadership over), restart it
+	{name: "leader-transfer", group: "membership", inject: (*nemesis).leaderTransfer},
+	// cut a follower off, remove it, heal the network, retire it
+	{name: "remove-isolated", group: "membership", net: true, inject: (*nemesis).removeIsolated},
+	// SIGKILL a node, wipe its data, rejoin under a new ID
+	{name: "wipe-rejoin", group: "membership", inject: (*nemesis).wipeRejoin},
+	// move leadership away from a node and back to it
+	{name: "leader-bounce", net: true, inject: (*nemesis).leaderBounce},
+	// step wall clocks forward or back, seconds to hours (faults build)
+	{name: "clock", clockControl: true, inject: (*nemesis).clockFault},
 }
 
-// kindGroups are shorthands for --nemesis.
-var kindGroups = map[string][]string{
-	"kill":       {"kill-random", "kill-leader", "kill-all"},
-	"partition":  {"partition-leader", "partition-halves", "partition-bridge", "partition-ring"},
-	"link":       {"delay-leader", "loss-leader"},
-	"membership": {"member-add", "member-remove-follower", "member-remove-leader", "leader-transfer", "remove-isolated", "wipe-rejoin"},
+// kindNames are the names of nemesisKinds, in its order.
+func kindNames() []string {
+	out := make([]string, len(nemesisKinds))
+	for i, k := range nemesisKinds {
+		out[i] = k.name
+	}
+	return out
+}
+
+// lookupKind finds a nemesis by name.
+func lookupKind(name string) (*nemesisKind, bool) {
+	for i := range nemesisKinds {
+		if nemesisKinds[i].name == name {
+			return &nemesisKinds[i], true
+		}
+	}
+	return nil, false
+}
+
+// kindGroups are the --nemesis shorthands, in the order they first appear
+// in nemesisKinds, with their kinds.
+func kindGroups() (names []string, kinds map[string][]string) {
+	kinds = map[string][]string{}
+	for _, k := range nemesisKinds {
+		if k.group == "" {
+			continue
+		}
+		if _, ok := kinds[k.group]; !ok {
+			names = append(names, k.group)
+		}
+		kinds[k.group] = append(kinds[k.group], k.name)
+	}
+	return names, kinds
+}
+
+// needClockControl reports whether one of kinds steps wall clocks (and so
+// needs the faults build's clock control).
+func needClockControl(kinds []string) bool {
+	return slices.ContainsFunc(kinds, func(name string) bool {
+		k, ok := lookupKind(name)
+		return ok && k.clockControl
+	})
 }
 
 // parseKinds reads --nemesis: "all", "none", or a comma-separated list of
 // kinds, groups and "all", where a leading "-" takes a kind or group out
 // again ("all,-clock": every kind but clock). "all" alone keeps the order
-// of allKinds; anything else comes out sorted.
+// of nemesisKinds; anything else comes out sorted.
 func parseKinds(s string) ([]string, error) {
+	all := kindNames()
 	switch strings.TrimSpace(s) {
 	case "all":
-		return slices.Clone(allKinds), nil
+		return all, nil
 	case "none", "":
 		return nil, nil
 	}
+	groupNames, groups := kindGroups()
 	set := map[string]bool{}
 	for _, tok := range strings.Split(s, ",") {
 		tok = strings.TrimSpace(tok)
 		name, drop := strings.CutPrefix(tok, "-")
 		var ks []string
-		switch g, ok := kindGroups[name]; {
+		switch g, ok := groups[name]; {
 		case name == "all":
-			ks = allKinds
+			ks = all
 		case ok:
 			ks = g
-		case slices.Contains(allKinds, name):
+		case slices.Contains(all, name):
 			ks = []string{name}
 		default:
-			return nil, fmt.Errorf("--nemesis: unknown kind %q (kinds: %s; groups: kill, partition, link, membership; all; -KIND leaves one out)", tok, strings.Join(allKinds, ", "))
+			return nil, fmt.Errorf("--nemesis: unknown kind %q (kinds: %s; groups: %s; all; -KIND leaves one out)", tok, strings.Join(all, ", "), strings.Join(groupNames, ", "))
 		}
 		for _, k := range ks {
 			if drop {
@@ -119,14 +198,17 @@ func newNemesis(cfg *config, c *Cluster, nf *netFaults, rec *recorder, seed uint
 func (m *nemesis) applicable() []string {
 	var out []string
 	netOK := m.nf.available(m.c.Members()[0])
-	for _, k := range m.cfg.Nemeses {
+	for _, name := range m.cfg.Nemeses {
+		k, ok := lookupKind(name)
 		switch {
-		case netKinds[k] && !netOK:
-			m.skipped[k] = "no network faults in this mode (loopback: run as root for per-node namespaces)"
-		case k == "partition-ring" && m.cfg.Nodes < 4:
-			m.skipped[k] = "a ring of majorities needs at least 4 nodes (on 3 every node would see every other)"
+		case !ok: // parseKinds let no such name through
+			out = append(out, name)
+		case k.net && !netOK:
+			m.skipped[name] = "no network faults in this mode (loopback: run as root for per-node namespaces)"
+		case m.cfg.Nodes < k.minNodes:
+			m.skipped[name] = k.fewNodes
 		default:
-			out = append(out, k)
+			out = append(out, name)
 		}
 	}
 	return out
@@ -256,270 +338,323 @@ func (m *nemesis) shuffled() []*Node {
 
 // inject runs one nemesis up to its heal.
 func (m *nemesis) inject(ctx context.Context, kind string, ev *checker.Nemesis) error {
-	switch kind {
-	case "kill-random", "kill-leader":
-		var n *Node
-		var err error
-		if kind == "kill-leader" {
-			n, err = m.c.leader(ctx, 5*time.Second)
-		} else {
-			n, err = m.pickRunning()
+	k, ok := lookupKind(kind)
+	if !ok {
+		return fmt.Errorf("unknown nemesis %q", kind)
+	}
+	return k.inject(m, ctx, ev)
+}
+
+// killRandom: SIGKILL a random running member, hold, restart it.
+func (m *nemesis) killRandom(ctx context.Context, ev *checker.Nemesis) error {
+	n, err := m.pickRunning()
+	if err != nil {
+		return err
+	}
+	return m.killHoldRestart(ctx, ev, n)
+}
+
+// killLeader: SIGKILL the leader, hold, restart it.
+func (m *nemesis) killLeader(ctx context.Context, ev *checker.Nemesis) error {
+	l, err := m.c.leader(ctx, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	return m.killHoldRestart(ctx, ev, l)
+}
+
+func (m *nemesis) killHoldRestart(ctx context.Context, ev *checker.Nemesis, n *Node) error {
+	m.targets(ev, n)
+	if err := m.c.kill(n, syscall.SIGKILL); err != nil {
+		return err
+	}
+	m.hold(ctx)
+	err := m.c.restart(ctx, n)
+	m.healed(ev)
+	return err
+}
+
+// pauseLeader: SIGSTOP the leader well past the election timeout, SIGCONT.
+func (m *nemesis) pauseLeader(ctx context.Context, ev *checker.Nemesis) error {
+	l, err := m.c.leader(ctx, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	m.targets(ev, l)
+	if err := m.c.b.signal(l, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	// Well past the election timeout: a new leader is elected and
+	// serves while the old one sleeps with requests in its sockets.
+	start := time.Now()
+	m.hold(ctx)
+	sleepCtx(ctx, 4*m.cfg.Election-time.Since(start))
+	if nl, err := m.c.leaderOtherThan(ctx, l, 5*time.Second); err == nil {
+		ev.Desc = "new leader " + nl.ID + " while paused"
+	}
+	err = m.c.b.signal(l, syscall.SIGCONT)
+	m.healed(ev)
+	return err
+}
+
+// partitionLeader cuts the leader off from every peer.
+func (m *nemesis) partitionLeader(ctx context.Context, ev *checker.Nemesis) error {
+	l, err := m.c.leader(ctx, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	m.targets(ev, l)
+	return m.partitionHold(ctx, ev, func(a, b *Node) bool { return a != l && b != l })
+}
+
+// partitionHalves splits the members into a random majority and minority.
+func (m *nemesis) partitionHalves(ctx context.Context, ev *checker.Nemesis) error {
+	ns := m.shuffled()
+	maj := len(ns)/2 + 1
+	side := map[*Node]int{}
+	for i, n := range ns {
+		if i >= maj {
+			side[n] = 1
 		}
-		if err != nil {
-			return err
+	}
+	m.targets(ev, ns[maj:]...)
+	ev.Desc = fmt.Sprintf("majority %v | minority %v", ids(ns[:maj]), ids(ns[maj:]))
+	return m.partitionHold(ctx, ev, func(a, b *Node) bool { return side[a] == side[b] })
+}
+
+// partitionBridge: two halves that only a bridge node connects.
+func (m *nemesis) partitionBridge(ctx context.Context, ev *checker.Nemesis) error {
+	ns := m.shuffled()
+	pos := positions(ns)
+	half := (len(ns) - 1) / 2
+	m.targets(ev, ns[0])
+	ev.Desc = fmt.Sprintf("%v <-> %s <-> %v", ids(ns[1:1+half]), ns[0].ID, ids(ns[1+half:]))
+	return m.partitionHold(ctx, ev, func(a, b *Node) bool { return bridgeConnected(pos[a], pos[b], len(ns)) })
+}
+
+// partitionRing: every node sees a majority, no two the same one.
+func (m *nemesis) partitionRing(ctx context.Context, ev *checker.Nemesis) error {
+	ns := m.shuffled()
+	pos := positions(ns)
+	m.targets(ev, ns...)
+	var ring []string
+	for _, n := range ns {
+		ring = append(ring, n.ID)
+	}
+	ev.Desc = fmt.Sprintf("ring %v, each node sees its %d nearest on each side", ring, ringReach(len(ns)))
+	return m.partitionHold(ctx, ev, func(a, b *Node) bool { return ringConnected(pos[a], pos[b], len(ns)) })
+}
+
+// delayLeader slows every packet in and out of the leader by 50-200 ms
+// plus a jitter of up to a quarter of that.
+func (m *nemesis) delayLeader(ctx context.Context, ev *checker.Nemesis) error {
+	return m.leaderLinkHold(ctx, ev, func(l *Node) error {
+		d := time.Duration(50+m.rnd.IntN(151)) * time.Millisecond
+		j := time.Duration(m.rnd.Int64N(int64(d/4) + 1))
+		m.queue++
+		ev.Desc = fmt.Sprintf("every packet in and out delayed %v + up to %v (RTT via the leader +%v..%v)", d, j, 2*d, 2*(d+j))
+		return m.nf.slow(l, m.queue, d, j)
+	})
+}
+
+// lossLeader drops 10-40% of the packets in and out of the leader.
+func (m *nemesis) lossLeader(ctx context.Context, ev *checker.Nemesis) error {
+	return m.leaderLinkHold(ctx, ev, func(l *Node) error {
+		p := 0.1 + 0.3*m.rnd.Float64()
+		ev.Desc = fmt.Sprintf("%.0f%% of packets in and out dropped", 100*p)
+		return m.nf.loss(l, p)
+	})
+}
+
+// leaderLinkHold applies a link fault to the leader, holds it, heals it.
+func (m *nemesis) leaderLinkHold(ctx context.Context, ev *checker.Nemesis, fault func(l *Node) error) error {
+	l, err := m.c.leader(ctx, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	m.targets(ev, l)
+	err = fault(l)
+	if err == nil {
+		m.hold(ctx)
+	}
+	herr := m.nf.heal()
+	m.healed(ev)
+	return errors.Join(err, herr)
+}
+
+// killAll: SIGKILL every member, restart them in a random order.
+func (m *nemesis) killAll(ctx context.Context, ev *checker.Nemesis) error {
+	ns := m.c.Members()
+	m.targets(ev, ns...)
+	var errs []error
+	for _, n := range ns {
+		if m.c.b.alive(n) {
+			_ = m.c.b.signal(n, syscall.SIGKILL)
 		}
+	}
+	for _, n := range ns {
+		errs = append(errs, m.c.b.waitExit(n, 10*time.Second))
+	}
+	sleepCtx(ctx, min(m.cfg.FaultMin, 2*time.Second))
+	order := m.shuffled()
+	ev.Desc = "restart order " + strings.Join(ids(order), ",")
+	for _, n := range order {
+		errs = append(errs, m.c.restart(ctx, n))
+		sleepCtx(ctx, time.Duration(m.rnd.IntN(500))*time.Millisecond)
+	}
+	m.healed(ev)
+	return errors.Join(errs...)
+}
+
+// memberAdd joins a fresh node; heal: remove a follower.
+func (m *nemesis) memberAdd(ctx context.Context, ev *checker.Nemesis) error {
+	slot, err := m.c.freeSlot(m.rnd)
+	if err != nil {
+		return err
+	}
+	n, err := m.c.join(ctx, slot)
+	if n != nil {
 		m.targets(ev, n)
-		if err := m.c.kill(n, syscall.SIGKILL); err != nil {
-			return err
-		}
-		m.hold(ctx)
-		err = m.c.restart(ctx, n)
-		m.healed(ev)
+	}
+	if err != nil {
 		return err
-
-	case "pause-leader":
-		l, err := m.c.leader(ctx, 5*time.Second)
-		if err != nil {
-			return err
-		}
-		m.targets(ev, l)
-		if err := m.c.b.signal(l, syscall.SIGSTOP); err != nil {
-			return err
-		}
-		// Well past the election timeout: a new leader is elected and
-		// serves while the old one sleeps with requests in its sockets.
-		start := time.Now()
-		m.hold(ctx)
-		sleepCtx(ctx, 4*m.cfg.Election-time.Since(start))
-		if nl, err := m.c.leaderOtherThan(ctx, l, 5*time.Second); err == nil {
-			ev.Desc = "new leader " + nl.ID + " while paused"
-		}
-		err = m.c.b.signal(l, syscall.SIGCONT)
-		m.healed(ev)
+	}
+	m.hold(ctx)
+	// Back to the configured size: remove a follower other than the
+	// new node.
+	f, l, err := m.pickFollower(ctx, n)
+	if err != nil {
 		return err
+	}
+	ev.Desc = "then removed " + f.ID
+	err = m.c.remove(ctx, f, []*Node{l})
+	err = errors.Join(err, m.c.retire(f))
+	m.healed(ev)
+	return err
+}
 
-	case "partition-leader":
-		l, err := m.c.leader(ctx, 5*time.Second)
-		if err != nil {
-			return err
-		}
-		m.targets(ev, l)
-		return m.partitionHold(ctx, ev, func(a, b *Node) bool { return a != l && b != l })
-
-	case "partition-halves":
-		ns := m.shuffled()
-		maj := len(ns)/2 + 1
-		side := map[*Node]int{}
-		for i, n := range ns {
-			if i >= maj {
-				side[n] = 1
-			}
-		}
-		m.targets(ev, ns[maj:]...)
-		ev.Desc = fmt.Sprintf("majority %v | minority %v", ids(ns[:maj]), ids(ns[maj:]))
-		return m.partitionHold(ctx, ev, func(a, b *Node) bool { return side[a] == side[b] })
-
-	case "partition-bridge":
-		ns := m.shuffled()
-		pos := positions(ns)
-		half := (len(ns) - 1) / 2
-		m.targets(ev, ns[0])
-		ev.Desc = fmt.Sprintf("%v <-> %s <-> %v", ids(ns[1:1+half]), ns[0].ID, ids(ns[1+half:]))
-		return m.partitionHold(ctx, ev, func(a, b *Node) bool { return bridgeConnected(pos[a], pos[b], len(ns)) })
-
-	case "partition-ring":
-		ns := m.shuffled()
-		pos := positions(ns)
-		m.targets(ev, ns...)
-		var ring []string
-		for _, n := range ns {
-			ring = append(ring, n.ID)
-		}
-		ev.Desc = fmt.Sprintf("ring %v, each node sees its %d nearest on each side", ring, ringReach(len(ns)))
-		return m.partitionHold(ctx, ev, func(a, b *Node) bool { return ringConnected(pos[a], pos[b], len(ns)) })
-
-	case "delay-leader", "loss-leader":
-		l, err := m.c.leader(ctx, 5*time.Second)
-		if err != nil {
-			return err
-		}
-		m.targets(ev, l)
-		if kind == "delay-leader" {
-			d := time.Duration(50+m.rnd.IntN(151)) * time.Millisecond
-			j := time.Duration(m.rnd.Int64N(int64(d/4) + 1))
-			m.queue++
-			ev.Desc = fmt.Sprintf("every packet in and out delayed %v + up to %v (RTT via the leader +%v..%v)", d, j, 2*d, 2*(d+j))
-			err = m.nf.slow(l, m.queue, d, j)
-		} else {
-			p := 0.1 + 0.3*m.rnd.Float64()
-			ev.Desc = fmt.Sprintf("%.0f%% of packets in and out dropped", 100*p)
-			err = m.nf.loss(l, p)
-		}
-		if err == nil {
-			m.hold(ctx)
-		}
-		herr := m.nf.heal()
-		m.healed(ev)
-		return errors.Join(err, herr)
-
-	case "kill-all":
-		ns := m.c.Members()
-		m.targets(ev, ns...)
-		var errs []error
-		for _, n := range ns {
-			if m.c.b.alive(n) {
-				_ = m.c.b.signal(n, syscall.SIGKILL)
-			}
-		}
-		for _, n := range ns {
-			errs = append(errs, m.c.b.waitExit(n, 10*time.Second))
-		}
-		sleepCtx(ctx, min(m.cfg.FaultMin, 2*time.Second))
-		order := m.shuffled()
-		ev.Desc = "restart order " + strings.Join(ids(order), ",")
-		for _, n := range order {
-			errs = append(errs, m.c.restart(ctx, n))
-			sleepCtx(ctx, time.Duration(m.rnd.IntN(500))*time.Millisecond)
-		}
-		m.healed(ev)
-		return errors.Join(errs...)
-
-	case "member-add":
-		slot, err := m.c.freeSlot(m.rnd)
-		if err != nil {
-			return err
-		}
-		n, err := m.c.join(ctx, slot)
-		if n != nil {
-			m.targets(ev, n)
-		}
-		if err != nil {
-			return err
-		}
-		m.hold(ctx)
-		// Back to the configured size: remove a follower other than the
-		// new node.
-		f, l, err := m.pickFollower(ctx, n)
-		if err != nil {
-			return err
-		}
-		ev.Desc = "then removed " + f.ID
-		err = m.c.remove(ctx, f, []*Node{l})
-		err = errors.Join(err, m.c.retire(f))
-		m.healed(ev)
+// memberRemoveFollower removes a follower; heal: a fresh node joins.
+func (m *nemesis) memberRemoveFollower(ctx context.Context, ev *checker.Nemesis) error {
+	f, l, err := m.pickFollower(ctx)
+	if err != nil {
 		return err
+	}
+	return m.removeReplace(ctx, ev, f, l)
+}
 
-	case "member-remove-follower", "member-remove-leader":
-		var n, l *Node
-		var err error
-		if kind == "member-remove-leader" {
-			n, err = m.c.leader(ctx, 5*time.Second)
-			l = n
-		} else {
-			n, l, err = m.pickFollower(ctx)
+// memberRemoveLeader: the leader removes itself; heal: a fresh node joins.
+func (m *nemesis) memberRemoveLeader(ctx context.Context, ev *checker.Nemesis) error {
+	l, err := m.c.leader(ctx, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	return m.removeReplace(ctx, ev, l, l)
+}
+
+// removeReplace removes n through leader l, retires it, holds, and lets a
+// fresh node join in its slot.
+func (m *nemesis) removeReplace(ctx context.Context, ev *checker.Nemesis, n, l *Node) error {
+	m.targets(ev, n)
+	// A leader asked to remove itself does so and steps down.
+	if err := m.c.remove(ctx, n, append([]*Node{l}, m.c.Members()...)); err != nil {
+		return err
+	}
+	if err := m.c.retire(n); err != nil {
+		return err
+	}
+	m.hold(ctx)
+	nn, err := m.c.join(ctx, n.Slot)
+	if nn != nil {
+		ev.Desc = "replaced by " + nn.ID
+	}
+	m.healed(ev)
+	return err
+}
+
+// leaderTransfer: SIGTERM the leader (it hands leadership over), restart
+// it.
+func (m *nemesis) leaderTransfer(ctx context.Context, ev *checker.Nemesis) error {
+	// No transfer endpoint: a SIGTERMed leader hands leadership to
+	// another voter before it exits.
+	l, err := m.c.leader(ctx, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	m.targets(ev, l)
+	if err := m.c.kill(l, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if nl, err := m.c.leaderOtherThan(ctx, l, 5*time.Second); err == nil {
+		ev.Desc = "leadership to " + nl.ID
+	}
+	sleepCtx(ctx, min(m.cfg.FaultMin, time.Second))
+	err = m.c.restart(ctx, l)
+	m.healed(ev)
+	return err
+}
+
+// removeIsolated cuts a follower off, removes it through the majority,
+// heals the network while it still runs, then retires it and lets a fresh
+// node join.
+func (m *nemesis) removeIsolated(ctx context.Context, ev *checker.Nemesis) error {
+	f, l, err := m.pickFollower(ctx)
+	if err != nil {
+		return err
+	}
+	m.targets(ev, f)
+	var others []*Node
+	for _, n := range m.c.Members() {
+		if n != f {
+			others = append(others, n)
 		}
-		if err != nil {
-			return err
-		}
-		m.targets(ev, n)
-		// A leader asked to remove itself does so and steps down.
-		if err := m.c.remove(ctx, n, append([]*Node{l}, m.c.Members()...)); err != nil {
-			return err
-		}
-		if err := m.c.retire(n); err != nil {
-			return err
-		}
-		m.hold(ctx)
-		nn, err := m.c.join(ctx, n.Slot)
+	}
+	if err := m.nf.partition(m.c.Members(), func(a, b *Node) bool { return a != f && b != f }); err != nil {
+		return errors.Join(err, m.nf.heal())
+	}
+	sleepCtx(ctx, time.Second)
+	rerr := m.c.remove(ctx, f, append([]*Node{l}, others...))
+	m.hold(ctx)
+	// Heal the network while the removed node still runs and may not
+	// know it was removed; clients keep sending it requests.
+	herr := m.nf.heal()
+	sleepCtx(ctx, 3*time.Second)
+	var jerr error
+	if rerr == nil {
+		jerr = m.c.retire(f)
+		nn, err := m.c.join(ctx, f.Slot)
 		if nn != nil {
 			ev.Desc = "replaced by " + nn.ID
 		}
-		m.healed(ev)
-		return err
-
-	case "leader-transfer":
-		// No transfer endpoint: a SIGTERMed leader hands leadership to
-		// another voter before it exits.
-		l, err := m.c.leader(ctx, 5*time.Second)
-		if err != nil {
-			return err
-		}
-		m.targets(ev, l)
-		if err := m.c.kill(l, syscall.SIGTERM); err != nil {
-			return err
-		}
-		if nl, err := m.c.leaderOtherThan(ctx, l, 5*time.Second); err == nil {
-			ev.Desc = "leadership to " + nl.ID
-		}
-		sleepCtx(ctx, min(m.cfg.FaultMin, time.Second))
-		err = m.c.restart(ctx, l)
-		m.healed(ev)
-		return err
-
-	case "remove-isolated":
-		f, l, err := m.pickFollower(ctx)
-		if err != nil {
-			return err
-		}
-		m.targets(ev, f)
-		var others []*Node
-		for _, n := range m.c.Members() {
-			if n != f {
-				others = append(others, n)
-			}
-		}
-		if err := m.nf.partition(m.c.Members(), func(a, b *Node) bool { return a != f && b != f }); err != nil {
-			return errors.Join(err, m.nf.heal())
-		}
-		sleepCtx(ctx, time.Second)
-		rerr := m.c.remove(ctx, f, append([]*Node{l}, others...))
-		m.hold(ctx)
-		// Heal the network while the removed node still runs and may not
-		// know it was removed; clients keep sending it requests.
-		herr := m.nf.heal()
-		sleepCtx(ctx, 3*time.Second)
-		var jerr error
-		if rerr == nil {
-			jerr = m.c.retire(f)
-			nn, err := m.c.join(ctx, f.Slot)
-			if nn != nil {
-				ev.Desc = "replaced by " + nn.ID
-			}
-			jerr = errors.Join(jerr, err)
-		}
-		m.healed(ev)
-		return errors.Join(rerr, herr, jerr)
-
-	case "wipe-rejoin":
-		n, err := m.pickRunning()
-		if err != nil {
-			return err
-		}
-		m.targets(ev, n)
-		if err := m.c.kill(n, syscall.SIGKILL); err != nil {
-			return err
-		}
-		if err := m.c.remove(ctx, n, m.c.Members()); err != nil {
-			return err
-		}
-		if err := m.c.retire(n); err != nil {
-			return err
-		}
-		m.hold(ctx)
-		nn, err := m.c.join(ctx, n.Slot)
-		if nn != nil {
-			ev.Desc = "data wiped, back as " + nn.ID
-		}
-		m.healed(ev)
-		return err
-
-	case "leader-bounce":
-		return m.leaderBounce(ctx, ev)
-
-	case "clock":
-		return m.clockFault(ctx, ev)
+		jerr = errors.Join(jerr, err)
 	}
-	return fmt.Errorf("unknown nemesis %q", kind)
+	m.healed(ev)
+	return errors.Join(rerr, herr, jerr)
+}
+
+// wipeRejoin: SIGKILL a node, remove it, wipe its data, and let it rejoin
+// under a new ID.
+func (m *nemesis) wipeRejoin(ctx context.Context, ev *checker.Nemesis) error {
+	n, err := m.pickRunning()
+	if err != nil {
+		return err
+	}
+	m.targets(ev, n)
+	if err := m.c.kill(n, syscall.SIGKILL); err != nil {
+		return err
+	}
+	if err := m.c.remove(ctx, n, m.c.Members()); err != nil {
+		return err
+	}
+	if err := m.c.retire(n); err != nil {
+		return err
+	}
+	m.hold(ctx)
+	nn, err := m.c.join(ctx, n.Slot)
+	if nn != nil {
+		ev.Desc = "data wiped, back as " + nn.ID
+	}
+	m.healed(ev)
+	return err
 }
 
 // partitionHold applies a partition, holds it, heals it.

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -146,7 +145,7 @@ func execute(ctx context.Context, cfg *config) int {
 		logf("nemesis %s skipped: %s", k, why)
 	}
 	var clockNote string
-	if slices.Contains(kinds, "clock") {
+	if needClockControl(kinds) {
 		// Before anything runs: a node without the clock control would
 		// make the clock nemesis a silent no-op.
 		note, err := c.checkClockControl(ctx)
