@@ -3,6 +3,7 @@ package sdktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/client"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
 )
 
@@ -196,17 +198,21 @@ func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoW
 		t.Helper()
 		before := []int64{seqs[0].Stats().Refills, seqs[1].Stats().Refills}
 		start := time.Now()
-		if err := waitFor(30*time.Second, func() bool {
-			return seqs[0].Stats().Refills > before[0] && seqs[1].Stats().Refills > before[1]
-		}); err != nil {
-			t.Fatalf("%s: the Sequences did not refill within 30 s: %+v, %+v", what, seqs[0].Stats(), seqs[1].Stats())
-		}
+		testkit.EventuallyErr(t, 30*time.Second, 5*time.Millisecond, what+": both Sequences to refill", func() error {
+			if s0, s1 := seqs[0].Stats(), seqs[1].Stats(); s0.Refills <= before[0] || s1.Refills <= before[1] {
+				return fmt.Errorf("%+v, %+v", s0, s1)
+			}
+			return nil
+		})
 		t.Logf("%s: both Sequences refilled %v later; %+v", what, time.Since(start).Round(time.Millisecond), seqs[0].Stats())
 	}
 
-	if err := waitFor(10*time.Second, func() bool { return seqs[0].Stats().Refills >= 3 && seqs[1].Stats().Refills >= 3 }); err != nil {
-		t.Fatalf("warm-up: %+v %+v", seqs[0].Stats(), seqs[1].Stats())
-	}
+	testkit.EventuallyErr(t, 10*time.Second, 5*time.Millisecond, "warm-up: 3 refills of each Sequence", func() error {
+		if s0, s1 := seqs[0].Stats(), seqs[1].Stats(); s0.Refills < 3 || s1.Refills < 3 {
+			return fmt.Errorf("%+v %+v", s0, s1)
+		}
+		return nil
+	})
 	faults.Store(true)
 	first := tc.Leader(10 * time.Second)
 	tc.Kill(first.ID)
@@ -270,9 +276,12 @@ func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(10*time.Second, func() bool { st := seq.Stats(); return !st.Refilling && st.Cached == 2*size-1 }); err != nil {
-		t.Fatalf("cache not full: %+v", seq.Stats())
-	}
+	testkit.EventuallyErr(t, 10*time.Second, 5*time.Millisecond, "a full cache", func() error {
+		if st := seq.Stats(); st.Refilling || st.Cached != 2*size-1 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
 
 	var ids []string
 	for _, n := range tc.Running() {
@@ -313,9 +322,12 @@ func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t 
 	}
 	t.Logf("restarted %v", ids)
 	// Nobody calls Next: the background refill must recover by itself.
-	if err := waitFor(30*time.Second, func() bool { return seq.Stats().Cached > 0 }); err != nil {
-		t.Fatalf("no refill within 30 s of the restart: %+v", seq.Stats())
-	}
+	testkit.EventuallyErr(t, 30*time.Second, 5*time.Millisecond, "a refill after the restart", func() error {
+		if st := seq.Stats(); st.Cached == 0 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
 	id, err := seq.Next(ctx)
 	if err != nil || id <= highest {
 		t.Fatalf("Next after recovery = %d, %v; want above %d", id, err, highest)

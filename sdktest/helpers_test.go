@@ -2,7 +2,6 @@ package sdktest
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -51,18 +50,6 @@ func waitLease(t *testing.T, g *client.Snowflake, d time.Duration) client.Snowfl
 		t.Fatal("no lease after Wait")
 	}
 	return l
-}
-
-var errTimeout = errors.New("condition not met in time")
-
-// waitFor polls cond every 5 ms until it holds or timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) error {
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return errTimeout
-		}
-	}
-	return nil
 }
 
 // checkUnique fails the test if an ID appears twice in ids (which it sorts).

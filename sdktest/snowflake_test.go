@@ -17,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // Snowflake generators against real 3-node clusters in this process.
@@ -222,16 +223,14 @@ func TestCluster_Snowflake_NeverShareAWorkerID_AcrossExpiryFailoverAndFullRestar
 		for i, g := range gens {
 			before[i] = g.Stats().Issued
 		}
-		if err := waitFor(30*time.Second, func() bool {
+		testkit.Eventually(t, 30*time.Second, 5*time.Millisecond, what+": every generator with a lease to issue again", func() bool {
 			for i, g := range gens {
 				if _, ok := g.Lease(); ok && g.Stats().Issued <= before[i] {
 					return false
 				}
 			}
 			return true
-		}); err != nil {
-			t.Fatalf("%s: the generators did not all issue again within 30 s", what)
-		}
+		})
 	}
 
 	// (1) Lease expiry: c is cut off. It stops at its own deadline
@@ -239,9 +238,12 @@ func TestCluster_Snowflake_NeverShareAWorkerID_AcrossExpiryFailoverAndFullRestar
 	// delay grants worker lc to a newcomer d. When c is reconnected its
 	// renewal is answered lease-lost and it takes another worker id.
 	cut.blocked.Store(true)
-	if err := waitFor(20*time.Second, func() bool { return cg.Stats().Expired >= 1 }); err != nil {
-		t.Fatalf("the cut-off generator did not stop at its deadline: %+v", cg.Stats())
-	}
+	testkit.EventuallyErr(t, 20*time.Second, 5*time.Millisecond, "the cut-off generator to stop at its deadline", func() error {
+		if st := cg.Stats(); st.Expired < 1 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
 	d := start("d", newClient(t, urls)) // waits until a worker id is free: lc, after its recycle delay
 	ld, _ := d.Lease()
 	if ld.WorkerID != lc.WorkerID {
@@ -253,9 +255,12 @@ func TestCluster_Snowflake_NeverShareAWorkerID_AcrossExpiryFailoverAndFullRestar
 	cut.blocked.Store(false)
 	// c's renewal is refused; no id is free until d... a is released
 	// below, so c waits meanwhile (refusing Next: ErrLeaseExpired).
-	if err := waitFor(20*time.Second, func() bool { return cg.Stats().LeasesLost >= 1 }); err != nil {
-		t.Fatalf("reconnected generator did not learn its lease was lost: %+v", cg.Stats())
-	}
+	testkit.EventuallyErr(t, 20*time.Second, 5*time.Millisecond, "the reconnected generator to learn its lease was lost", func() error {
+		if st := cg.Stats(); st.LeasesLost < 1 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
 	if err := a.Close(); err != nil { // frees worker la (after its recycle delay) for c
 		t.Fatalf("Close: %v", err)
 	}
@@ -298,16 +303,14 @@ func TestCluster_Snowflake_NeverShareAWorkerID_AcrossExpiryFailoverAndFullRestar
 	for _, n := range tc.Running() {
 		tc.Kill(n.ID)
 	}
-	if err := waitFor(20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, 5*time.Millisecond, "every generator's lease to lapse after every node was killed", func() bool {
 		for _, g := range gens {
 			if l, ok := g.Lease(); ok && l.Valid {
 				return false
 			}
 		}
 		return true
-	}); err != nil {
-		t.Fatal("a generator still holds a valid lease 20 s after every node was killed")
-	}
+	})
 	stopped := make([]int64, len(gens))
 	for i, g := range gens {
 		stopped[i] = g.Stats().Issued
@@ -379,18 +382,19 @@ func TestCluster_Snowflake_RevokedGenerator_StopsBeforeTheIDIsReissued(t *testin
 	var wg sync.WaitGroup
 	wg.Go(func() { runGenerator(t, a, tra, &stop, &refused) })
 	defer func() { stop.Store(true); wg.Wait() }()
-	if err := waitFor(10*time.Second, func() bool { return a.Stats().Issued > 10_000 }); err != nil {
-		t.Fatal("a issues nothing")
-	}
+	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, "a to issue 10,000 IDs", func() bool { return a.Stats().Issued > 10_000 })
 
 	revoked, err := admin.RevokeLease(ctx, "users", la.WorkerID)
 	if err != nil || revoked.Token != la.Token || revoked.ReleasedMs == 0 {
 		t.Fatalf("revoke: %+v %v", revoked, err)
 	}
 	r := revoked.ReleasedMs
-	if err := waitFor(10*time.Second, func() bool { return a.Stats().LeasesLost >= 1 }); err != nil {
-		t.Fatalf("a did not notice the revocation: %+v", a.Stats())
-	}
+	testkit.EventuallyErr(t, 10*time.Second, 5*time.Millisecond, "a to notice the revocation", func() error {
+		if st := a.Stats(); st.LeasesLost < 1 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
 	// a stopped issuing under the revoked id at once and took the other
 	// one (the revoked one rests).
 	la2 := waitLease(t, a, 10*time.Second)

@@ -128,7 +128,7 @@ func TestCluster_FullRestart_MarksNeverMoveBack(t *testing.T) {
 	}
 	tc.WaitReady(15 * time.Second)
 	var seq api.Sequence
-	if status, err := testcluster.Do(http.MethodGet, "http://"+tc.Running()[0].HTTPAddr+"/v1/sequences/orders", nil, &seq); err != nil || status != 200 {
+	if status, err := tc.Do(http.MethodGet, tc.URL(tc.Running()[0])+"/v1/sequences/orders", nil, &seq); err != nil || status != 200 {
 		t.Fatalf("get sequence: %d %v", status, err)
 	}
 	if seq.Next == nil || *seq.Next <= before {

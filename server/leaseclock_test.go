@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
 )
 
@@ -85,7 +86,7 @@ func TestLeases_LeaderClockJumpsAnHour_GrantsNoWorkerIDInUse(t *testing.T) {
 	// proc-a stops renewing: the id is granted again, but not before the
 	// TTL and the recycle delay have passed since its last renewal.
 	var b api.Lease
-	waitFor(t, 15*time.Second, "worker 0 granted to proc-b", func() bool {
+	testkit.Eventually(t, 15*time.Second, 20*time.Millisecond, "worker 0 granted to proc-b", func() bool {
 		b, st = acquire(t, tc, leader, "users", "proc-b")
 		return st == http.StatusCreated
 	})
@@ -110,7 +111,7 @@ func TestLeases_NewLeaderRestartsEveryLeaseWithAFullTTL(t *testing.T) {
 	tc.Kill(old.ID)
 	tc.Leader(10 * time.Second)
 	var b api.Lease
-	waitFor(t, 20*time.Second, "worker 0 granted to proc-b", func() bool {
+	testkit.Eventually(t, 20*time.Second, 20*time.Millisecond, "worker 0 granted to proc-b", func() bool {
 		b, st = acquire(t, tc, tc.Running()[0], "users", "proc-b")
 		return st == http.StatusCreated
 	})
@@ -148,7 +149,7 @@ func TestRestore_LeasesOfTheBackupRestThenCarryTheirFloor(t *testing.T) {
 	}
 	var b api.Lease
 	var st int
-	waitFor(t, 15*time.Second, "worker 0 granted after the restore", func() bool {
+	testkit.Eventually(t, 15*time.Second, 20*time.Millisecond, "worker 0 granted after the restore", func() bool {
 		b, st = acquire(t, fresh, fresh.Running()[0], "users", "proc-b")
 		return st == http.StatusCreated
 	})

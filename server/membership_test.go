@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"github.com/ticketd/ticketd/internal/testcluster"
-	"github.com/ticketd/ticketd/server"
-
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,6 +10,9 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
+	"github.com/ticketd/ticketd/server"
 )
 
 // loadGen reserves continuously through every running node until stopped,
@@ -58,13 +59,12 @@ func (g *loadGen) halt() {
 func (g *loadGen) waitProgress(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	target := g.log.Len() + n
-	deadline := time.Now().Add(timeout)
-	for g.log.Len() < target {
-		if time.Now().After(deadline) {
-			t.Fatalf("load made no progress: %d ranges, want %d (failures %d)", g.log.Len(), target, g.failures.Load())
+	testkit.EventuallyErr(t, timeout, 5*time.Millisecond, "load to make progress", func() error {
+		if got := g.log.Len(); got < target {
+			return fmt.Errorf("%d ranges, want %d (failures %d)", got, target, g.failures.Load())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestCluster5_LeaderKilledTwice_NoRangeReissued(t *testing.T) {
@@ -111,7 +111,7 @@ func TestCluster_JoinAndRemoveUnderLoad(t *testing.T) {
 		}
 	}
 	n4 := tc.AddNode("n4", []string{"http://" + via.HTTPAddr})
-	waitFor(t, 15*time.Second, "n4 to become a voter with metadata", func() bool {
+	testkit.Eventually(t, 15*time.Second, 20*time.Millisecond, "n4 to become a voter with metadata", func() bool {
 		st, err := l.Srv.Node().Status()
 		if err != nil {
 			return false
@@ -134,7 +134,7 @@ func TestCluster_JoinAndRemoveUnderLoad(t *testing.T) {
 			break
 		}
 	}
-	status, err := testcluster.Do(http.MethodDelete, "http://"+n4.HTTPAddr+"/v1/cluster/members/"+victim.ID, nil, nil)
+	status, err := tc.Do(http.MethodDelete, tc.URL(n4)+"/v1/cluster/members/"+victim.ID, nil, nil)
 	if err != nil || status != http.StatusNoContent {
 		t.Fatalf("remove %s: %d %v", victim.ID, status, err)
 	}
@@ -143,11 +143,11 @@ func TestCluster_JoinAndRemoveUnderLoad(t *testing.T) {
 
 	// Remove the leader itself: it steps down, another takes over.
 	l = tc.Leader(10 * time.Second)
-	status, err = testcluster.Do(http.MethodDelete, "http://"+l.HTTPAddr+"/v1/cluster/members/"+l.ID, nil, nil)
+	status, err = tc.Do(http.MethodDelete, tc.URL(l)+"/v1/cluster/members/"+l.ID, nil, nil)
 	if err != nil || (status != http.StatusNoContent && status != http.StatusServiceUnavailable) {
 		t.Fatalf("remove leader %s: %d %v", l.ID, status, err)
 	}
-	waitFor(t, 15*time.Second, "a new leader after removing "+l.ID, func() bool {
+	testkit.Eventually(t, 15*time.Second, 20*time.Millisecond, "a new leader after removing "+l.ID, func() bool {
 		for _, n := range tc.Running() {
 			if _, ok := n.Srv.Issuer().Serving(); ok && n.ID != l.ID {
 				return true
@@ -213,7 +213,7 @@ func TestCluster_SnapshotInstalledOnNewAndLaggingNodes(t *testing.T) {
 	n5 := tc.AddNode("n4", []string{"http://" + l.HTTPAddr})
 	tc.WaitReady(20 * time.Second)
 	for _, n := range []*testcluster.Node{tc.Node(follower.ID), n5} {
-		waitFor(t, 15*time.Second, n.ID+" to catch up", func() bool {
+		testkit.Eventually(t, 15*time.Second, 20*time.Millisecond, n.ID+" to catch up", func() bool {
 			seq, ok := n.Srv.Node().FSM().Sequence("orders")
 			return ok && seq.Issued >= ordersBefore
 		})
@@ -232,7 +232,7 @@ func TestCluster_SnapshotInstalledOnNewAndLaggingNodes(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	var seq api.Sequence
-	status, err := testcluster.Do(http.MethodGet, "http://"+n5.HTTPAddr+"/v1/sequences/orders", nil, &seq)
+	status, err := tc.Do(http.MethodGet, tc.URL(n5)+"/v1/sequences/orders", nil, &seq)
 	if err != nil || status != http.StatusOK || seq.Next == nil || *seq.Next <= ordersBefore {
 		t.Fatalf("sequence after snapshot install: %d %v %+v (want next > %d)", status, err, seq, ordersBefore)
 	}
@@ -242,15 +242,4 @@ func TestCluster_SnapshotInstalledOnNewAndLaggingNodes(t *testing.T) {
 	}
 	log.Add(r)
 	log.CheckDisjoint(t)
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/internal/tlstest"
 	"github.com/ticketd/ticketd/server"
 )
@@ -44,25 +45,13 @@ func authCluster(t *testing.T, n int) *testcluster.Cluster {
 	})
 }
 
-// send makes one request with an optional token and returns the status and
-// the response headers.
-func send(t *testing.T, method, url, token, body string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
+// Clients of the auth tests: none sends a token, the others one each.
+var (
+	anonymous  = testkit.Client{}
+	asAdmin    = testkit.Client{Token: adminToken}
+	asReserver = testkit.Client{Token: reserveToken}
+	asWrong    = testkit.Client{Token: wrongToken}
+)
 
 // TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens checks every
 // endpoint with no token, a wrong token, a token lacking the scope and the
@@ -90,28 +79,28 @@ func TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens(t *testing.T) {
 	}
 	for _, e := range endpoints {
 		url := base + e.path
-		if st, h, body := send(t, e.method, url, "", e.body); st != http.StatusUnauthorized || !strings.Contains(h.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(body, api.ProblemUnauthorized) {
-			t.Errorf("%s %s without a token: %d %q %s", e.method, e.path, st, h.Get("WWW-Authenticate"), body)
+		if r := anonymous.MustCall(t, e.method, url, e.body); r.Status != http.StatusUnauthorized || !strings.Contains(r.Header.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(string(r.Body), api.ProblemUnauthorized) {
+			t.Errorf("%s %s without a token: %d %q %s", e.method, e.path, r.Status, r.Header.Get("WWW-Authenticate"), r.Body)
 		}
-		if st, _, _ := send(t, e.method, url, wrongToken, e.body); st != http.StatusUnauthorized {
-			t.Errorf("%s %s with a wrong token: %d, want 401", e.method, e.path, st)
+		if r := asWrong.MustCall(t, e.method, url, e.body); r.Status != http.StatusUnauthorized {
+			t.Errorf("%s %s with a wrong token: %d, want 401", e.method, e.path, r.Status)
 		}
 		if e.scope == auth.ScopeAdmin {
-			if st, _, body := send(t, e.method, url, reserveToken, e.body); st != http.StatusForbidden || !strings.Contains(body, api.ProblemForbidden) {
-				t.Errorf("%s %s with a reserve token: %d %s, want 403", e.method, e.path, st, body)
+			if r := asReserver.MustCall(t, e.method, url, e.body); r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), api.ProblemForbidden) {
+				t.Errorf("%s %s with a reserve token: %d %s, want 403", e.method, e.path, r.Status, r.Body)
 			}
 		}
-		token := adminToken
+		right := asAdmin
 		if e.scope == auth.ScopeReserve {
-			token = reserveToken
+			right = asReserver
 		}
-		if st, _, body := send(t, e.method, url, token, e.body); st == http.StatusUnauthorized || st == http.StatusForbidden {
-			t.Errorf("%s %s with the right token: %d %s", e.method, e.path, st, body)
+		if r := right.MustCall(t, e.method, url, e.body); r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
+			t.Errorf("%s %s with the right token: %d %s", e.method, e.path, r.Status, r.Body)
 		}
 	}
 	for _, open := range []string{"/livez", "/readyz"} {
-		if st, _, _ := send(t, "GET", base+open, "", ""); st != http.StatusOK {
-			t.Errorf("%s without a token: %d, want 200", open, st)
+		if r := anonymous.MustCall(t, "GET", base+open, nil); r.Status != http.StatusOK {
+			t.Errorf("%s without a token: %d, want 200", open, r.Status)
 		}
 	}
 }
@@ -123,12 +112,12 @@ func TestAuth_Cluster3_FollowersForwardWithToken(t *testing.T) {
 	tc.CreateSequence("orders", nil)
 	l := tc.Leader(10 * time.Second)
 	for _, n := range tc.Running() {
-		st, _, body := send(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", reserveToken, `{"count":5}`)
-		if st != http.StatusOK {
-			t.Fatalf("reserve via %s (leader %s): %d %s", n.ID, l.ID, st, body)
+		r := asReserver.MustCall(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", `{"count":5}`)
+		if r.Status != http.StatusOK {
+			t.Fatalf("reserve via %s (leader %s): %d %s", n.ID, l.ID, r.Status, r.Body)
 		}
-		if st, _, _ := send(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", wrongToken, `{"count":5}`); st != http.StatusUnauthorized {
-			t.Fatalf("wrong token via %s: %d", n.ID, st)
+		if r := asWrong.MustCall(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", `{"count":5}`); r.Status != http.StatusUnauthorized {
+			t.Fatalf("wrong token via %s: %d", n.ID, r.Status)
 		}
 	}
 	status, err := l.Srv.Node().Status()
@@ -199,7 +188,7 @@ func TestRaftTLS_HostWithoutClusterCA_CannotJoinOrSpeakRaft(t *testing.T) {
 	})
 	join.RaftAddr, join.HTTPAddr = rogueNode.RaftAddr, rogueNode.HTTPAddr
 	var prob api.Problem
-	st, err := testcluster.Do(http.MethodPost, tc.URL(l)+"/v1/cluster/members", join, &prob)
+	st, err := tc.Do(http.MethodPost, tc.URL(l)+"/v1/cluster/members", join, &prob)
 	if err != nil || st != http.StatusBadRequest || !strings.Contains(prob.Detail, "unreachable") {
 		t.Fatalf("join of a node without the cluster CA: %d %v %+v", st, err, prob)
 	}
@@ -259,12 +248,12 @@ var metricLine = regexp.MustCompile(`^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+|NaN)$`)
 
 func scrape(t *testing.T, tc *testcluster.Cluster, n *testcluster.Node) map[string]float64 {
 	t.Helper()
-	st, _, body := send(t, "GET", tc.URL(n)+"/metrics", reserveToken, "")
-	if st != http.StatusOK {
-		t.Fatalf("/metrics: %d", st)
+	r := asReserver.MustCall(t, "GET", tc.URL(n)+"/metrics", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("/metrics: %d", r.Status)
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(body, "\n") {
+	for _, line := range strings.Split(string(r.Body), "\n") {
 		m := metricLine.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -281,13 +270,13 @@ func TestMetrics_PresentAndMovingAfterLoad(t *testing.T) {
 	l := tc.Leader(10 * time.Second)
 	before := scrape(t, tc, l)
 	for i := 0; i < 100; i++ {
-		if st, _, body := send(t, "POST", tc.URL(l)+"/v1/sequences/orders/ranges", reserveToken, `{"count":7}`); st != 200 {
-			t.Fatalf("reserve: %d %s", st, body)
+		if r := asReserver.MustCall(t, "POST", tc.URL(l)+"/v1/sequences/orders/ranges", `{"count":7}`); r.Status != 200 {
+			t.Fatalf("reserve: %d %s", r.Status, r.Body)
 		}
 	}
-	send(t, "POST", tc.URL(l)+"/v1/sequences/nope/ranges", reserveToken, `{"count":7}`)
-	if st, _, body := send(t, "POST", tc.URL(l)+"/v1/cluster/snapshot", adminToken, ""); st != http.StatusNoContent {
-		t.Fatalf("snapshot: %d %s", st, body)
+	asReserver.MustCall(t, "POST", tc.URL(l)+"/v1/sequences/nope/ranges", `{"count":7}`)
+	if r := asAdmin.MustCall(t, "POST", tc.URL(l)+"/v1/cluster/snapshot", nil); r.Status != http.StatusNoContent {
+		t.Fatalf("snapshot: %d %s", r.Status, r.Body)
 	}
 	after := scrape(t, tc, l)
 	moved := []string{
@@ -369,9 +358,10 @@ func TestBackupRestore_FirstRangeAboveEverythingBeforeAndAfterBackup(t *testing.
 	}
 	reserveN(old, ol, "orders", 20)
 	reserveN(old, ol, "small", 3)
-	st, _, backup := send(t, "GET", old.URL(old.Running()[1])+"/v1/backup", adminToken, "")
-	if st != http.StatusOK || len(backup) == 0 {
-		t.Fatalf("backup via a follower: %d, %d bytes", st, len(backup))
+	r := asAdmin.MustCall(t, "GET", old.URL(old.Running()[1])+"/v1/backup", nil)
+	backup := r.Body
+	if r.Status != http.StatusOK || len(backup) == 0 {
+		t.Fatalf("backup via a follower: %d, %d bytes", r.Status, len(backup))
 	}
 	// IDs handed out after the backup: the restore must stay above them too.
 	reserveN(old, ol, "orders", 50)
@@ -380,22 +370,22 @@ func TestBackupRestore_FirstRangeAboveEverythingBeforeAndAfterBackup(t *testing.
 	fresh := authCluster(t, 3)
 	fl := fresh.Leader(10 * time.Second)
 	url := fresh.URL(fresh.Running()[0]) + "/v1/restore"
-	if st, _, body := send(t, "POST", url, adminToken, backup); st != http.StatusBadRequest || !strings.Contains(body, "advance") {
-		t.Fatalf("restore without advance: %d %s", st, body)
+	if r := asAdmin.MustCall(t, "POST", url, backup); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "advance") {
+		t.Fatalf("restore without advance: %d %s", r.Status, r.Body)
 	}
-	if st, _, _ := send(t, "POST", url+"?advance=0", adminToken, backup); st != http.StatusBadRequest {
-		t.Fatalf("restore with advance 0: %d", st)
+	if r := asAdmin.MustCall(t, "POST", url+"?advance=0", backup); r.Status != http.StatusBadRequest {
+		t.Fatalf("restore with advance 0: %d", r.Status)
 	}
-	if st, _, _ := send(t, "POST", url+"?advance=10", adminToken, "not a backup"); st != http.StatusBadRequest {
-		t.Fatalf("restore of garbage: %d", st)
+	if r := asAdmin.MustCall(t, "POST", url+"?advance=10", "not a backup"); r.Status != http.StatusBadRequest {
+		t.Fatalf("restore of garbage: %d", r.Status)
 	}
 	const advance = 1_000_000
-	if st, _, body := send(t, "POST", url+"?advance="+strconv.Itoa(advance), adminToken, backup); st != http.StatusNoContent {
-		t.Fatalf("restore: %d %s", st, body)
+	if r := asAdmin.MustCall(t, "POST", url+"?advance="+strconv.Itoa(advance), backup); r.Status != http.StatusNoContent {
+		t.Fatalf("restore: %d %s", r.Status, r.Body)
 	}
 	// A second restore would merge into a cluster that has sequences.
-	if st, _, body := send(t, "POST", url+"?advance=10", adminToken, backup); st != http.StatusConflict {
-		t.Fatalf("second restore: %d %s", st, body)
+	if r := asAdmin.MustCall(t, "POST", url+"?advance=10", backup); r.Status != http.StatusConflict {
+		t.Fatalf("second restore: %d %s", r.Status, r.Body)
 	}
 	for _, n := range fresh.Running() {
 		var r api.Range
@@ -416,7 +406,7 @@ func TestBackupRestore_FirstRangeAboveEverythingBeforeAndAfterBackup(t *testing.
 	// Every node of the fresh cluster has the restored state.
 	for _, n := range fresh.Running() {
 		n := n
-		waitFor(t, 10*time.Second, n.ID+" to hold the restored sequences", func() bool {
+		testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, n.ID+" to hold the restored sequences", func() bool {
 			s, ok := n.Srv.Node().FSM().Sequence("orders")
 			return ok && s.Issued > afterBackup
 		})
@@ -431,8 +421,8 @@ func TestLimits_OversizeAndOverload_NodeKeepsServing(t *testing.T) {
 	n := tc.Running()[0]
 	url := tc.URL(n) + "/v1/sequences/orders/ranges"
 	big := `{"count":1,"pad":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`
-	if st, _, body := send(t, "POST", url, "", big); st != http.StatusRequestEntityTooLarge || !strings.Contains(body, api.ProblemTooLarge) {
-		t.Fatalf("oversize body: %d %s", st, body)
+	if r := anonymous.MustCall(t, "POST", url, big); r.Status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.Body), api.ProblemTooLarge) {
+		t.Fatalf("oversize body: %d %s", r.Status, r.Body)
 	}
 
 	// Hold the only in-flight slot with a request whose body never ends,
@@ -468,10 +458,8 @@ func TestLimits_OversizeAndOverload_NodeKeepsServing(t *testing.T) {
 	// tells when the slow request's headers reach the server, so a probe
 	// can take the slot first and the slow request is the one shed; then
 	// it is sent again.
-	var st int
-	var h http.Header
-	var body string
-	waitFor(t, 5*time.Second, "a 429", func() bool {
+	var r testkit.Response
+	testkit.Eventually(t, 5*time.Second, 20*time.Millisecond, "a 429", func() bool {
 		select {
 		case <-slow.done:
 			if slow.status != http.StatusTooManyRequests {
@@ -481,11 +469,11 @@ func TestLimits_OversizeAndOverload_NodeKeepsServing(t *testing.T) {
 			slow = startSlow()
 		default:
 		}
-		st, h, body = send(t, "POST", url, "", `{"count":1}`)
-		return st == http.StatusTooManyRequests
+		r = anonymous.MustCall(t, "POST", url, `{"count":1}`)
+		return r.Status == http.StatusTooManyRequests
 	})
-	if h.Get("Retry-After") == "" || !strings.Contains(body, api.ProblemTooManyRequests) {
-		t.Fatalf("429 without Retry-After or problem type: %v %s", h, body)
+	if r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), api.ProblemTooManyRequests) {
+		t.Fatalf("429 without Retry-After or problem type: %v %s", r.Header, r.Body)
 	}
 	_, _ = slow.pw.Write(append([]byte("1}"), bytes.Repeat([]byte(" "), 100-len(`{"count":1}`))...))
 	_ = slow.pw.Close()

@@ -1,12 +1,15 @@
 package server_test
 
 import (
-	"github.com/ticketd/ticketd/internal/testcluster"
-	"github.com/ticketd/ticketd/server"
-
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
+	"github.com/ticketd/ticketd/server"
 )
 
 // TestCluster_PartitionedLeader_NeverServesBelowNewLeader cuts the leader's
@@ -53,8 +56,7 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	tc.Net.Isolate("n1")
 	// A new leader among n2 and n3 serves from blocks above n1's.
 	var fresh *testcluster.Node
-	deadline := time.Now().Add(10 * time.Second)
-	for fresh == nil && time.Now().Before(deadline) {
+	testkit.Eventually(t, 10*time.Second, 10*time.Millisecond, "n2 and n3 to elect a leader", func() bool {
 		for _, n := range tc.Running() {
 			if n.ID != "n1" {
 				if _, ok := n.Srv.Issuer().Serving(); ok {
@@ -62,11 +64,8 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if fresh == nil {
-		t.Fatal("n2 and n3 elected no leader")
-	}
+		return fresh != nil
+	})
 	r1, status, err := testcluster.Reserve(fresh, "orders", 10)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("reserve on the new leader: %d %v", status, err)
@@ -95,18 +94,18 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	tc.Net.Heal("n1")
 	log.CheckDisjoint(t)
 	// Once healed, n1 rejoins as a follower and forwards.
-	deadline = time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		r, status, err := testcluster.Reserve(old, "orders", 10)
-		if err == nil && status == http.StatusOK {
-			if r.First <= r1.Last {
-				t.Fatalf("after heal got %+v, not above %+v", r, r1)
-			}
-			log.Add(r)
-			log.CheckDisjoint(t)
-			return
+	var r api.Range
+	testkit.EventuallyErr(t, 15*time.Second, 50*time.Millisecond, "n1 to serve (by forwarding) after the heal", func() error {
+		var status int
+		var err error
+		if r, status, err = testcluster.Reserve(old, "orders", 10); err == nil && status != http.StatusOK {
+			err = fmt.Errorf("status %d", status)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	})
+	if r.First <= r1.Last {
+		t.Fatalf("after heal got %+v, not above %+v", r, r1)
 	}
-	t.Fatal("n1 did not serve (by forwarding) within 15s of the heal")
+	log.Add(r)
+	log.CheckDisjoint(t)
 }

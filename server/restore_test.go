@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // Tests of the operator paths around issuing: restore, leases, audit paging.
@@ -20,17 +21,17 @@ import (
 
 func backupOf(t *testing.T, tc *testcluster.Cluster) []byte {
 	t.Helper()
-	st, _, body := send(t, "GET", tc.URL(tc.Running()[0])+"/v1/backup", adminToken, "")
-	if st != http.StatusOK {
-		t.Fatalf("backup: %d %s", st, body)
+	r := asAdmin.MustCall(t, "GET", tc.URL(tc.Running()[0])+"/v1/backup", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("backup: %d %s", r.Status, r.Body)
 	}
-	return []byte(body)
+	return r.Body
 }
 
 func restoreInto(t *testing.T, tc *testcluster.Cluster, backup []byte, advance int64) (int, string) {
 	t.Helper()
-	st, _, body := send(t, "POST", tc.URL(tc.Running()[0])+"/v1/restore?advance="+strconv.FormatInt(advance, 10), adminToken, string(backup))
-	return st, body
+	r := asAdmin.MustCall(t, "POST", tc.URL(tc.Running()[0])+"/v1/restore?advance="+strconv.FormatInt(advance, 10), backup)
+	return r.Status, string(r.Body)
 }
 
 // editBackup decodes a backup's JSON document (after the 12-byte header),
@@ -176,7 +177,13 @@ func TestRestore_RacingCreateAndReserve_NothingReissued(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			restoreStatus, _, restoreBody = send(t, "POST", tc.URL(l)+"/v1/restore?advance="+strconv.Itoa(advance), adminToken, string(backup))
+			// Not MustCall: this is not the test's goroutine. No
+			// answer is reported as status 0 by the check below.
+			r, err := asAdmin.Call("POST", tc.URL(l)+"/v1/restore?advance="+strconv.Itoa(advance), backup)
+			restoreStatus, restoreBody = r.Status, string(r.Body)
+			if err != nil {
+				restoreBody = err.Error()
+			}
 		}()
 		time.Sleep(time.Duration(round*15) * time.Millisecond)
 		var acked []api.Range
@@ -233,7 +240,7 @@ func TestRestore_LeaderKilledRightAfterAck_NewLeaderHasRestoredState(t *testing.
 	tc.Kill(l.ID)
 	nl := tc.Leader(10 * time.Second)
 	var r api.Range
-	waitFor(t, 10*time.Second, "a reservation on the new leader", func() bool {
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "a reservation on the new leader", func() bool {
 		st, err := tc.Do(http.MethodPost, tc.URL(nl)+"/v1/sequences/orders/ranges", api.ReserveRequest{Count: 1}, &r)
 		return err == nil && st == http.StatusOK
 	})
@@ -285,12 +292,12 @@ func TestLeases_TokensOnlyInTheAcquireAnswer(t *testing.T) {
 		t.Fatalf("acquire: %d %+v", st, l)
 	}
 	for _, path := range []string{"/v1/namespaces/users/leases", "/v1/inspect/snowflake/users/" + strconv.FormatInt(int64(1)<<22|l.WorkerID<<12, 10)} {
-		st, _, body := send(t, "GET", tc.URL(tc.Running()[0])+path, reserveToken, "")
-		if st != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, st, body)
+		r := asReserver.MustCall(t, "GET", tc.URL(tc.Running()[0])+path, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
 		}
-		if strings.Contains(body, `"token"`) {
-			t.Fatalf("GET %s with a reserve token shows the lease's token %d: %s", path, l.Token, body)
+		if strings.Contains(string(r.Body), `"token"`) {
+			t.Fatalf("GET %s with a reserve token shows the lease's token %d: %s", path, l.Token, r.Body)
 		}
 	}
 }

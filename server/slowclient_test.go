@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
 )
 
@@ -33,7 +34,7 @@ func TestLimits_SlowBody_CannotHoldASlot(t *testing.T) {
 	}()
 	_, _ = pw.Write([]byte(`{"count":`)) // and nothing more, ever
 	time.Sleep(100 * time.Millisecond)
-	waitFor(t, 10*time.Second, "the slot to be free again", func() bool {
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the slot to be free again", func() bool {
 		r, st, err := testcluster.Reserve(n, "orders", 1)
 		return err == nil && st == http.StatusOK && r.First > 0
 	})

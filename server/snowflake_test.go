@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 func createNamespace(t *testing.T, tc *testcluster.Cluster, name string, req api.NamespaceRequest) api.Namespace {
@@ -83,7 +84,7 @@ func TestLeases_FailoverAndFullRestart_NeverShareAWorkerID(t *testing.T) {
 	l := tc.Leader(10 * time.Second)
 	tc.Kill(l.ID)
 	tc.Leader(10 * time.Second)
-	waitFor(t, 10*time.Second, "a renewal after the failover", func() bool {
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "a renewal after the failover", func() bool {
 		_, _, st := renew(t, tc, tc.Running()[0], a)
 		return st == http.StatusOK
 	})

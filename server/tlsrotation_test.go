@@ -16,6 +16,7 @@ import (
 
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/pki"
 	"github.com/ticketd/ticketd/server"
 	"github.com/ticketd/ticketd/tlsfiles"
@@ -176,13 +177,12 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 	progress := func(step string) {
 		t.Helper()
 		before := ok.Load()
-		deadline := time.Now().Add(10 * time.Second)
-		for ok.Load() < before+50 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: reservations stalled (%d ok, %d failed)", step, ok.Load(), failed.Load())
+		testkit.EventuallyErr(t, 10*time.Second, 10*time.Millisecond, step+": 50 more reservations", func() error {
+			if ok.Load() < before+50 {
+				return fmt.Errorf("reservations stalled (%d ok, %d failed)", ok.Load(), failed.Load())
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	progress("before rotation")
 
@@ -238,7 +238,7 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 	tc.Kill(follower.ID)
 	progress("follower down")
 	tc.Restart(follower.ID)
-	waitFor(t, 20*time.Second, follower.ID+" catching up over new connections", func() bool {
+	testkit.Eventually(t, 20*time.Second, 20*time.Millisecond, follower.ID+" catching up over new connections", func() bool {
 		n := tc.Node(follower.ID)
 		if n.Srv == nil {
 			return false

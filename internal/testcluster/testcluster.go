@@ -5,9 +5,6 @@
 package testcluster
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,13 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
 )
 
@@ -81,16 +78,12 @@ func testConfig(t testing.TB, id, dir string, raftLn, httpLn net.Listener) serve
 func listen(t testing.TB, addr string) net.Listener {
 	t.Helper()
 	var ln net.Listener
-	var err error
 	// A port just freed by a killed node may linger briefly.
-	for i := 0; i < 50; i++ {
-		if ln, err = net.Listen("tcp", addr); err == nil {
-			return ln
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("listen %s: %v", addr, err)
-	return nil
+	testkit.EventuallyErr(t, 5*time.Second, 100*time.Millisecond, "listen "+addr, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	return ln
 }
 
 // newTestCluster starts n nodes bootstrapped from one initial cluster; tweak,
@@ -248,119 +241,67 @@ func (tc *Cluster) Running() []*Node {
 // leader waits for a serving leader among the running nodes.
 func (tc *Cluster) Leader(timeout time.Duration) *Node {
 	tc.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	var leader *Node
+	testkit.Eventually(tc.t, timeout, 20*time.Millisecond, "a serving leader", func() bool {
 		for _, n := range tc.Running() {
 			if _, ok := n.Srv.Issuer().Serving(); ok {
-				return n
+				leader = n
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tc.t.Fatalf("no serving leader within %v", timeout)
-	return nil
+		return false
+	})
+	return leader
 }
 
 func (tc *Cluster) WaitReady(timeout time.Duration) {
 	tc.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		ready := 0
-		nodes := tc.Running()
-		for _, n := range nodes {
-			if resp, err := tc.opts.Client.Get(tc.URL(n) + "/readyz"); err == nil {
-				_ = resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					ready++
-				}
+	testkit.EventuallyErr(tc.t, timeout, 20*time.Millisecond, "every running node ready", func() error {
+		for _, n := range tc.Running() {
+			// /readyz is open: no token, as a load balancer asks.
+			r, err := testkit.Client{HTTP: tc.opts.Client}.Call(http.MethodGet, tc.URL(n)+"/readyz", nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.ID, err)
+			}
+			if r.Status != http.StatusOK {
+				return fmt.Errorf("%s: /readyz %d", n.ID, r.Status)
 			}
 		}
-		if ready == len(nodes) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tc.t.Fatalf("cluster not ready within %v", timeout)
+		return nil
+	})
 }
 
 // URL is node n's API base URL.
 func (tc *Cluster) URL(n *Node) string { return tc.opts.Scheme + "://" + n.HTTPAddr }
 
-// Do is like the package's Do, with the cluster's client and token.
+// Client is a testkit client with the cluster's HTTP client and token.
+func (tc *Cluster) Client() testkit.Client {
+	return testkit.Client{HTTP: tc.opts.Client, Token: tc.opts.Token}
+}
+
+// Do is testkit's Client.Do with the cluster's HTTP client and token.
 func (tc *Cluster) Do(method, url string, body any, out any) (int, error) {
-	return DoWith(tc.opts.Client, tc.opts.Token, method, url, body, out)
-}
-
-// Do sends a JSON request over plain HTTP and decodes a JSON answer into out
-// (if not nil).
-func Do(method, url string, body any, out any) (int, error) {
-	return DoWith(http.DefaultClient, "", method, url, body, out)
-}
-
-// DoWith is Do with a client and a bearer token ("" for none).
-func DoWith(hc *http.Client, token, method, url string, body any, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		switch b := body.(type) {
-		case string:
-			rd = strings.NewReader(b)
-		default:
-			buf, err := json.Marshal(b)
-			if err != nil {
-				return 0, err
-			}
-			rd = bytes.NewReader(buf)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %s: %w", data, err)
-		}
-	}
-	return resp.StatusCode, nil
+	return tc.Client().Do(method, url, body, out)
 }
 
 func (tc *Cluster) CreateSequence(name string, body any) {
 	tc.t.Helper()
 	n := tc.Running()[0]
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.EventuallyErr(tc.t, 10*time.Second, 50*time.Millisecond, "sequence "+name+" created", func() error {
 		var seq api.Sequence
 		status, err := tc.Do(http.MethodPut, tc.URL(n)+"/v1/sequences/"+name, body, &seq)
 		if err == nil && (status == http.StatusCreated || status == http.StatusOK) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			tc.t.Fatalf("create %s: status %d err %v", name, status, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("status %d err %v", status, err)
+	})
 }
 
 // reserve reserves through node n; ok is false on any failure (which the
 // caller treats as an unknown outcome: the range was not handed out).
 func Reserve(n *Node, seq string, count int64) (api.Range, int, error) {
 	var r api.Range
-	status, err := Do(http.MethodPost, "http://"+n.HTTPAddr+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count}, &r)
+	status, err := testkit.Client{}.Do(http.MethodPost, "http://"+n.HTTPAddr+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count}, &r)
 	return r, status, err
 }
 
