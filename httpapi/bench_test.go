@@ -22,11 +22,11 @@ import (
 // count both the client and the server, which share the process.
 func BenchmarkReserveHTTP(b *testing.B) {
 	n := startNode(b)
-	if r := n.do(b, http.MethodPut, "/v1/sequences/bench", ""); r.status != http.StatusCreated {
-		b.Fatalf("create: %d %s", r.status, r.body)
+	if r := n.MustCall(b, http.MethodPut, "/v1/sequences/bench", nil); r.Status != http.StatusCreated {
+		b.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	body := []byte(`{"count":1000}`)
-	url := n.base + "/v1/sequences/bench/ranges"
+	url := n.Base + "/v1/sequences/bench/ranges"
 	var ids atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -39,7 +39,7 @@ func BenchmarkReserveHTTP(b *testing.B) {
 				return
 			}
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := n.client.Do(req)
+			resp, err := n.HTTP.Do(req)
 			if err != nil {
 				b.Error(err)
 				return

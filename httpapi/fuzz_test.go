@@ -43,6 +43,7 @@ import (
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/httpapi"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // ---------------------------------------------------------------------------
@@ -1013,7 +1014,7 @@ var (
 // nodeHarness is the state of FuzzAPINode in one process: the node, its
 // membership as it must stay, and every range it handed out.
 type nodeHarness struct {
-	n        *testNode
+	n        *node
 	raftAddr string
 	members  string // GET /v1/cluster's members, which must never change
 
@@ -1029,16 +1030,16 @@ func newNodeHarness(tb testing.TB) *nodeHarness {
 	for _, c := range []struct{ name, body string }{
 		{"fz-def", ""}, {"fz-ten", `{"start":1,"max":10}`}, {"fz-top", `{"start":9223372036854775800}`}, {"fz-big", `{"start":1000000,"max":1000000000000}`},
 	} {
-		r := n.do(tb, http.MethodPut, "/v1/sequences/"+c.name, c.body)
+		r := n.MustCall(tb, http.MethodPut, "/v1/sequences/"+c.name, c.body)
 		expectJSON(tb, "create "+c.name, r, http.StatusCreated)
-		h.noteSequence(r.body)
+		h.noteSequence(r.Body)
 	}
-	if r := n.do(tb, http.MethodPut, "/v1/namespaces/fz-ns", ""); r.status != http.StatusCreated {
-		tb.Fatalf("create namespace: %d %s", r.status, r.body)
+	if r := n.MustCall(tb, http.MethodPut, "/v1/namespaces/fz-ns", nil); r.Status != http.StatusCreated {
+		tb.Fatalf("create namespace: %d %s", r.Status, r.Body)
 	}
 	var cs api.ClusterStatus
-	r := n.do(tb, http.MethodGet, "/v1/cluster", "")
-	decodeStrict(tb, r.body, &cs)
+	r := n.MustCall(tb, http.MethodGet, "/v1/cluster", nil)
+	testkit.DecodeStrict(tb, r.Body, &cs)
 	if len(cs.Members) != 1 {
 		tb.Fatalf("members %+v", cs.Members)
 	}
@@ -1048,12 +1049,12 @@ func newNodeHarness(tb testing.TB) *nodeHarness {
 }
 
 func (h *nodeHarness) currentMembers(tb testing.TB) string {
-	r := h.n.do(tb, http.MethodGet, "/v1/cluster", "")
-	if r.status != http.StatusOK {
-		tb.Fatalf("GET /v1/cluster: %d %s", r.status, r.body)
+	r := h.n.MustCall(tb, http.MethodGet, "/v1/cluster", nil)
+	if r.Status != http.StatusOK {
+		tb.Fatalf("GET /v1/cluster: %d %s", r.Status, r.Body)
 	}
 	var cs api.ClusterStatus
-	decodeStrict(tb, r.body, &cs)
+	testkit.DecodeStrict(tb, r.Body, &cs)
 	if cs.Leader != "n1" {
 		tb.Fatalf("leader is %q, want n1", cs.Leader)
 	}
@@ -1155,13 +1156,13 @@ func FuzzAPINode(f *testing.F) {
 	}
 	// A real backup as a restore seed: valid, refused (409) on this
 	// non-empty node.
-	if r := h.n.do(f, http.MethodGet, "/v1/backup", ""); r.status == http.StatusOK && len(r.body) < 4096 {
-		f.Add(uint8(rRestore), "", "", "advance=1000", r.body)
+	if r := h.n.MustCall(f, http.MethodGet, "/v1/backup", nil); r.Status == http.StatusOK && len(r.Body) < 4096 {
+		f.Add(uint8(rRestore), "", "", "advance=1000", r.Body)
 	}
 	// A real lease, so that renew and release seeds carry its token.
-	if r := h.n.do(f, http.MethodPost, "/v1/namespaces/fz-ns/leases", `{"holder":"seed"}`); r.status == http.StatusCreated {
+	if r := h.n.MustCall(f, http.MethodPost, "/v1/namespaces/fz-ns/leases", `{"holder":"seed"}`); r.Status == http.StatusCreated {
 		var l api.Lease
-		decodeStrict(f, r.body, &l)
+		testkit.DecodeStrict(f, r.Body, &l)
 		w, tok := strconv.FormatInt(l.WorkerID, 10), strconv.FormatUint(l.Token, 10)
 		f.Add(uint8(rRenewLease), "fz-ns", w, "", []byte(`{"token":`+tok+`,"client_time_ms":1700000000000}`))
 		f.Add(uint8(rReleaseLease), "fz-ns", w, "", []byte(`{"token":`+tok+`}`))
@@ -1197,11 +1198,11 @@ func FuzzAPINode(f *testing.F) {
 		if rt == rUpdateMember && !strings.HasPrefix(r.raw1, "fz-") {
 			t.Fatalf("member id %q lost its prefix", r.raw1)
 		}
-		res := h.n.do(t, r.method, r.target, string(r.body))
+		res := h.n.MustCall(t, r.method, r.target, string(r.body))
 		what := fmt.Sprintf("%s %s with body %.200q", r.method, r.target, r.body)
-		p := checkAnswer(t, what, res.status, res.header, res.body)
-		if res.status >= 500 {
-			t.Errorf("%s: %d on a healthy single node: %s", what, res.status, res.body)
+		p := checkAnswer(t, what, res.Status, res.Header, res.Body)
+		if res.Status >= 500 {
+			t.Errorf("%s: %d on a healthy single node: %s", what, res.Status, res.Body)
 		}
 		h.check(t, what, r, res, p, rewritten)
 
@@ -1210,8 +1211,8 @@ func FuzzAPINode(f *testing.F) {
 		// property needs a steady stream of grants to bite.
 		h.probeReserve(t, what, []string{"fz-def", "fz-big"}[int(route)%2], int64(1+len(body)%1000))
 
-		if live := h.n.do(t, http.MethodGet, "/livez", ""); live.status != http.StatusOK {
-			t.Fatalf("after %s: /livez answered %d: %s", what, live.status, live.body)
+		if live := h.n.MustCall(t, http.MethodGet, "/livez", nil); live.Status != http.StatusOK {
+			t.Fatalf("after %s: /livez answered %d: %s", what, live.Status, live.Body)
 		}
 		h.mu.Lock()
 		h.inputs++
@@ -1221,15 +1222,12 @@ func FuzzAPINode(f *testing.F) {
 			// Not every answer: /readyz is 503 for the moment between
 			// an entry's commit and its apply, which background writes
 			// (prefetch, lease expiry) make happen on a leader too.
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				ready := h.n.do(t, http.MethodGet, "/readyz", "")
-				if ready.status == http.StatusOK {
-					break
+			testkit.EventuallyErr(t, 5*time.Second, 10*time.Millisecond, "/readyz 200 after "+what, func() error {
+				if ready := h.n.MustCall(t, http.MethodGet, "/readyz", nil); ready.Status != http.StatusOK {
+					return fmt.Errorf("/readyz answered %d: %s", ready.Status, ready.Body)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after %s: /readyz answered %d for 5 s: %s", what, ready.status, ready.body)
-				}
-			}
+				return nil
+			})
 			if m := h.currentMembers(t); m != h.members {
 				t.Fatalf("after %s the members changed:\nbefore %s\nafter  %s", what, h.members, m)
 			}
@@ -1244,14 +1242,14 @@ func FuzzAPINode(f *testing.F) {
 // exhausted sequence takes about 200 ms.)
 func (h *nodeHarness) probeReserve(t *testing.T, after, seq string, count int64) {
 	t.Helper()
-	res := h.n.do(t, http.MethodPost, "/v1/sequences/"+seq+"/ranges", `{"count":`+strconv.FormatInt(count, 10)+`}`)
+	res := h.n.MustCall(t, http.MethodPost, "/v1/sequences/"+seq+"/ranges", `{"count":`+strconv.FormatInt(count, 10)+`}`)
 	what := fmt.Sprintf("reserving %d of %s after %s", count, seq, after)
-	checkAnswer(t, what, res.status, res.header, res.body)
-	if res.status != http.StatusOK {
-		t.Fatalf("%s: %d %s", what, res.status, res.body)
+	checkAnswer(t, what, res.Status, res.Header, res.Body)
+	if res.Status != http.StatusOK {
+		t.Fatalf("%s: %d %s", what, res.Status, res.Body)
 	}
 	var rg api.Range
-	decodeStrict(t, res.body, &rg)
+	testkit.DecodeStrict(t, res.Body, &rg)
 	h.mu.Lock()
 	b := h.bounds[seq]
 	h.mu.Unlock()
@@ -1285,42 +1283,42 @@ var nodeStatuses = [numRoutes][]int{
 	rListLeases:       {200, 404},
 }
 
-func (h *nodeHarness) check(t *testing.T, what string, r request, res response, p api.Problem, rewritten bool) {
+func (h *nodeHarness) check(t *testing.T, what string, r request, res testkit.Response, p api.Problem, rewritten bool) {
 	t.Helper()
-	if !routed(res.status, p) {
+	if !routed(res.Status, p) {
 		if !r.emptySegment {
-			t.Errorf("%s: answered %d %s; the route should have matched", what, res.status, p.Type)
+			t.Errorf("%s: answered %d %s; the route should have matched", what, res.Status, p.Type)
 		}
 		return
 	}
 	allowed := false
 	for _, s := range nodeStatuses[r.route] {
-		allowed = allowed || s == res.status
+		allowed = allowed || s == res.Status
 	}
 	if !allowed {
-		t.Errorf("%s: status %d is not one of %v: %s", what, res.status, nodeStatuses[r.route], res.body)
+		t.Errorf("%s: status %d is not one of %v: %s", what, res.Status, nodeStatuses[r.route], res.Body)
 	}
-	if r.route == rJoin && !rewritten && res.status != http.StatusBadRequest {
+	if r.route == rJoin && !rewritten && res.Status != http.StatusBadRequest {
 		// joinBody's argument: such a body lacks an id or an address.
-		t.Errorf("%s: a join body without id, raft_addr and http_addr answered %d, want 400: %s", what, res.status, res.body)
+		t.Errorf("%s: a join body without id, raft_addr and http_addr answered %d, want 400: %s", what, res.Status, res.Body)
 	}
 	kind := fuzzRoutes[r.route].body
 	if kind != noBody && kind != backupBody && !rewritten {
-		if _, ok := modelBody(kind, r.body, kind == createSeqBody || kind == namespaceBody); !ok && res.status != http.StatusBadRequest {
-			t.Errorf("%s: a malformed body answered %d, want 400: %s", what, res.status, res.body)
+		if _, ok := modelBody(kind, r.body, kind == createSeqBody || kind == namespaceBody); !ok && res.Status != http.StatusBadRequest {
+			t.Errorf("%s: a malformed body answered %d, want 400: %s", what, res.Status, res.Body)
 		}
 	}
-	if res.status/100 != 2 {
+	if res.Status/100 != 2 {
 		return
 	}
 	switch r.route {
 	case rCreateSequence, rGetSequence:
-		h.noteSequence(res.body)
+		h.noteSequence(res.Body)
 	case rReserve:
 		fields, ok := modelBody(reserveBody, r.body, false)
 		count := fields["count"].i
 		var rg api.Range
-		decodeStrict(t, res.body, &rg)
+		testkit.DecodeStrict(t, res.Body, &rg)
 		if !ok || rg.Sequence != r.p1 || rg.First < 1 || rg.Last < rg.First || rg.Last-rg.First+1 != count {
 			t.Fatalf("%s: answered range %+v; want exactly %d IDs of %q", what, rg, count, r.p1)
 		}
@@ -1348,25 +1346,25 @@ func (h *nodeHarness) check(t *testing.T, what string, r request, res response, 
 // re-registered.
 func TestPathParams_PercentEncoded_AreDecoded(t *testing.T) {
 	n := startNode(t)
-	r := n.do(t, http.MethodPut, "/v1/sequences/p%2Dq", "")
+	r := n.MustCall(t, http.MethodPut, "/v1/sequences/p%2Dq", nil)
 	expectJSON(t, "create p%2Dq", r, http.StatusCreated)
 	if s := n.sequence(t, "p-q"); s.Name != "p-q" {
 		t.Errorf("created %+v, want p-q", s)
 	}
-	r = n.do(t, http.MethodPost, "/v1/sequences/p%2dq/ranges", `{"count":3}`)
+	r = n.MustCall(t, http.MethodPost, "/v1/sequences/p%2dq/ranges", `{"count":3}`)
 	expectJSON(t, "reserve p%2dq", r, http.StatusOK)
 	var rg api.Range
-	decodeStrict(t, r.body, &rg)
+	testkit.DecodeStrict(t, r.Body, &rg)
 	checkRange(t, rg, "p-q", 3)
 
 	var cs api.ClusterStatus
-	decodeStrict(t, n.do(t, http.MethodGet, "/v1/cluster", "").body, &cs)
+	testkit.DecodeStrict(t, n.MustCall(t, http.MethodGet, "/v1/cluster", nil).Body, &cs)
 	self := cs.Members[0]
-	r = n.do(t, http.MethodPut, "/v1/cluster/members/n%31", `{"id":"n1","raft_addr":"`+self.RaftAddr+`","http_addr":"`+self.HTTPAddr+`"}`)
+	r = n.MustCall(t, http.MethodPut, "/v1/cluster/members/n%31", `{"id":"n1","raft_addr":"`+self.RaftAddr+`","http_addr":"`+self.HTTPAddr+`"}`)
 	expectJSON(t, "re-register n%31", r, http.StatusOK)
-	r = n.do(t, http.MethodDelete, "/v1/cluster/members/no%3Bbody", "")
+	r = n.MustCall(t, http.MethodDelete, "/v1/cluster/members/no%3Bbody", nil)
 	expectProblem(t, "remove no%3Bbody", r, http.StatusNotFound, api.ProblemMemberNotFound, "no;body")
-	r = n.do(t, http.MethodGet, "/v1/namespaces/ns%2F1/leases", "")
+	r = n.MustCall(t, http.MethodGet, "/v1/namespaces/ns%2F1/leases", nil)
 	expectProblem(t, "leases of ns%2F1", r, http.StatusNotFound, api.ProblemNamespaceNotFound, "ns/1")
 }
 

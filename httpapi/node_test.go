@@ -1,12 +1,7 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -15,153 +10,51 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/server"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
-// testNode is a real single-node ticketd (Raft over TCP on 127.0.0.1, bolt in
-// a temp dir, real HTTP) and a keep-alive client for it.
-type testNode struct {
-	srv    *server.Server
-	base   string // http://127.0.0.1:port
-	client *http.Client
+// node is a real single-node ticketd (internal/testcluster: Raft over TCP
+// on 127.0.0.1, bolt in a temp dir, real HTTP) and a kit client for it whose
+// Base is the node's URL, so tests write paths as the server sees them. The
+// client keeps connections alive: the fuzz and bench tests make many
+// requests.
+type node struct {
+	testkit.Client
 }
 
-// startNode bootstraps a single-node cluster and waits until /readyz is 200.
-func startNode(tb testing.TB) *testNode {
+// startNode bootstraps a single-node cluster and waits until it serves.
+func startNode(tb testing.TB) *node {
 	tb.Helper()
-	raftLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("listen raft: %v", err)
-	}
-	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = raftLn.Close()
-		tb.Fatalf("listen http: %v", err)
-	}
-	cfg := server.DefaultConfig()
-	cfg.Cluster.ID = "n1"
-	cfg.Cluster.Bootstrap = true
-	cfg.Cluster.DataDir = tb.TempDir()
-	cfg.Cluster.Listener = raftLn
-	cfg.Cluster.RaftAddr = raftLn.Addr().String()
-	// Same timers as the server package's harness: fast, but not twitchy
-	// under the race detector on 2 cores.
-	cfg.Cluster.HeartbeatTimeout = 300 * time.Millisecond
-	cfg.Cluster.ElectionTimeout = 300 * time.Millisecond
-	cfg.Cluster.LeaderLeaseTimeout = 150 * time.Millisecond
-	cfg.Cluster.CommitTimeout = 5 * time.Millisecond
-	cfg.Cluster.ProbeTimeout = 500 * time.Millisecond
-	cfg.Cluster.SnapshotInterval = 200 * time.Millisecond
-	cfg.Cluster.RaftLogLevel = slog.LevelError
-	cfg.HTTPListener = httpLn
-	cfg.MetadataInterval = 100 * time.Millisecond
-	cfg.RequestTimeout = 5 * time.Second
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-	srv, err := server.Start(cfg)
-	if err != nil {
-		tb.Fatalf("start node: %v", err)
-	}
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
-	n := &testNode{srv: srv, base: "http://" + srv.HTTPAddr(), client: &http.Client{Transport: tr, Timeout: 20 * time.Second}}
-	tb.Cleanup(func() {
-		tr.CloseIdleConnections()
-		_ = srv.Kill()
-	})
-
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := n.client.Get(n.base + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("node not ready within 15s (last: %v)", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	hc := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	tc := testcluster.NewWithOptions(tb, 1, testcluster.Options{Client: hc})
+	tb.Cleanup(tr.CloseIdleConnections) // runs before the cluster's shutdown
 	// /readyz only says a leader is known; wait until it serves too.
-	for {
-		if _, ok := srv.Issuer().Serving(); ok {
-			return n
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("node ready but not serving within 15s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// response is one answer, fully read.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// do sends body (a string, sent as is; empty means no body) and reads the
-// whole answer. path may hold escapes; it is sent as written.
-func (n *testNode) do(tb testing.TB, method, path, body string) response {
-	tb.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, n.base+path, rd)
-	if err != nil {
-		tb.Fatalf("%s %s: new request: %v", method, path, err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := n.client.Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatalf("%s %s: read body: %v", method, path, err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
-}
-
-// decodeStrict decodes a JSON answer, numbers kept exact.
-func decodeStrict(tb testing.TB, data []byte, v any) {
-	tb.Helper()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		tb.Fatalf("decode %s: %v", data, err)
-	}
+	l := tc.Leader(15 * time.Second)
+	return &node{Client: testkit.Client{HTTP: hc, Base: tc.URL(l), Timeout: 20 * time.Second}}
 }
 
 // expectProblem checks that r is a problem details answer with this status
 // and type whose detail holds every one of details (case-insensitive).
-func expectProblem(tb testing.TB, what string, r response, status int, typ string, details ...string) api.Problem {
+func expectProblem(tb testing.TB, what string, r testkit.Response, status int, typ string, details ...string) api.Problem {
 	tb.Helper()
-	if r.status != status {
-		tb.Errorf("%s: status %d, want %d (body %s)", what, r.status, status, r.body)
+	if r.Status != status {
+		tb.Errorf("%s: status %d, want %d (body %s)", what, r.Status, status, r.Body)
 	}
-	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 		tb.Errorf("%s: Content-Type %q, want application/problem+json", what, ct)
 	}
 	var p api.Problem
-	if err := json.Unmarshal(r.body, &p); err != nil {
-		tb.Errorf("%s: body is not a problem: %v: %s", what, err, r.body)
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		tb.Errorf("%s: body is not a problem: %v: %s", what, err, r.Body)
 		return p
 	}
 	if p.Type != typ {
 		tb.Errorf("%s: problem type %q, want %q (detail %q)", what, p.Type, typ, p.Detail)
 	}
-	if p.Status != r.status {
-		tb.Errorf("%s: problem status %d, HTTP status %d", what, p.Status, r.status)
+	if p.Status != r.Status {
+		tb.Errorf("%s: problem status %d, HTTP status %d", what, p.Status, r.Status)
 	}
 	if p.Title == "" {
 		tb.Errorf("%s: problem has no title", what)
@@ -171,30 +64,30 @@ func expectProblem(tb testing.TB, what string, r response, status int, typ strin
 			tb.Errorf("%s: detail %q does not mention %q", what, p.Detail, d)
 		}
 	}
-	if status == http.StatusServiceUnavailable && r.header.Get("Retry-After") == "" {
+	if status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") == "" {
 		tb.Errorf("%s: 503 without Retry-After", what)
 	}
 	return p
 }
 
-func expectJSON(tb testing.TB, what string, r response, status int) {
+func expectJSON(tb testing.TB, what string, r testkit.Response, status int) {
 	tb.Helper()
-	if r.status != status {
-		tb.Fatalf("%s: status %d, want %d (body %s)", what, r.status, status, r.body)
+	if r.Status != status {
+		tb.Fatalf("%s: status %d, want %d (body %s)", what, r.Status, status, r.Body)
 	}
-	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		tb.Errorf("%s: Content-Type %q, want application/json", what, ct)
 	}
 }
 
 // reserve reserves count IDs of seq and fails the test unless it gets 200
 // with a range of exactly count IDs, which it records in log.
-func (n *testNode) reserve(tb testing.TB, log *rangeLog, seq string, count int64) api.Range {
+func (n *node) reserve(tb testing.TB, log *rangeLog, seq string, count int64) api.Range {
 	tb.Helper()
-	r := n.do(tb, http.MethodPost, "/v1/sequences/"+seq+"/ranges", `{"count":`+itoa(count)+`}`)
+	r := n.MustCall(tb, http.MethodPost, "/v1/sequences/"+seq+"/ranges", `{"count":`+itoa(count)+`}`)
 	expectJSON(tb, "reserve "+seq, r, http.StatusOK)
 	var rg api.Range
-	decodeStrict(tb, r.body, &rg)
+	testkit.DecodeStrict(tb, r.Body, &rg)
 	checkRange(tb, rg, seq, count)
 	log.add(rg)
 	return rg
@@ -220,25 +113,25 @@ type state struct {
 	members string
 }
 
-func (n *testNode) state(tb testing.TB, seq string) state {
+func (n *node) state(tb testing.TB, seq string) state {
 	tb.Helper()
 	var st state
-	r := n.do(tb, http.MethodGet, "/v1/sequences/"+seq, "")
-	switch r.status {
+	r := n.MustCall(tb, http.MethodGet, "/v1/sequences/"+seq, nil)
+	switch r.Status {
 	case http.StatusOK:
-		st.seq = string(r.body)
+		st.seq = string(r.Body)
 	case http.StatusNotFound:
 		st.seq = "404"
 	default:
-		tb.Fatalf("GET sequence %s: status %d: %s", seq, r.status, r.body)
+		tb.Fatalf("GET sequence %s: status %d: %s", seq, r.Status, r.Body)
 	}
-	r = n.do(tb, http.MethodGet, "/v1/sequences", "")
+	r = n.MustCall(tb, http.MethodGet, "/v1/sequences", nil)
 	expectJSON(tb, "list sequences", r, http.StatusOK)
-	st.list = string(r.body)
-	r = n.do(tb, http.MethodGet, "/v1/cluster", "")
+	st.list = string(r.Body)
+	r = n.MustCall(tb, http.MethodGet, "/v1/cluster", nil)
 	expectJSON(tb, "cluster status", r, http.StatusOK)
 	var cs api.ClusterStatus
-	decodeStrict(tb, r.body, &cs)
+	testkit.DecodeStrict(tb, r.Body, &cs)
 	sort.Slice(cs.Members, func(i, j int) bool { return cs.Members[i].ID < cs.Members[j].ID })
 	m, _ := json.Marshal(cs.Members)
 	st.members = string(m)
@@ -247,7 +140,7 @@ func (n *testNode) state(tb testing.TB, seq string) state {
 
 // settled waits until the state stops changing (a successful reservation
 // may prefetch the next block in the background) and returns it.
-func (n *testNode) settled(tb testing.TB, seq string) state {
+func (n *node) settled(tb testing.TB, seq string) state {
 	tb.Helper()
 	prev := n.state(tb, seq)
 	deadline := time.Now().Add(10 * time.Second)
@@ -266,12 +159,12 @@ func (n *testNode) settled(tb testing.TB, seq string) state {
 	return prev
 }
 
-func (n *testNode) sequence(tb testing.TB, name string) api.Sequence {
+func (n *node) sequence(tb testing.TB, name string) api.Sequence {
 	tb.Helper()
-	r := n.do(tb, http.MethodGet, "/v1/sequences/"+name, "")
+	r := n.MustCall(tb, http.MethodGet, "/v1/sequences/"+name, nil)
 	expectJSON(tb, "get "+name, r, http.StatusOK)
 	var s api.Sequence
-	decodeStrict(tb, r.body, &s)
+	testkit.DecodeStrict(tb, r.Body, &s)
 	return s
 }
 

@@ -22,8 +22,8 @@ func TestDecode_TrailingCloseBraceOrBracket_Is400(t *testing.T) {
 	n := startNode(t)
 	log := newRangeLog()
 	const seq = "victim"
-	if r := n.do(t, http.MethodPut, "/v1/sequences/"+seq, ""); r.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	if r := n.MustCall(t, http.MethodPut, "/v1/sequences/"+seq, nil); r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	last := n.reserve(t, log, seq, 1).Last
 	n.settled(t, seq)
@@ -68,8 +68,8 @@ func TestDecode_TrailingCloseBraceOrBracket_Is400(t *testing.T) {
 // route (v1.PUT(path, h, s.leaderOnly)) avoids the catch-all.
 func TestRouting_WrongMethodUnderV1_Is405(t *testing.T) {
 	n := startNode(t)
-	if r := n.do(t, http.MethodPut, "/v1/sequences/routing", ""); r.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	if r := n.MustCall(t, http.MethodPut, "/v1/sequences/routing", nil); r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	cases := []struct {
 		method, path string
@@ -88,11 +88,11 @@ func TestRouting_WrongMethodUnderV1_Is405(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.method+strings.ReplaceAll(c.path, "/", "_"), func(t *testing.T) {
 			before := n.state(t, "routing")
-			r := n.do(t, c.method, c.path, "")
+			r := n.MustCall(t, c.method, c.path, nil)
 			expectProblem(t, c.method+" "+c.path, r, http.StatusMethodNotAllowed, api.ProblemMethodNotAllowed)
 			for _, m := range c.allow {
-				if !strings.Contains(r.header.Get("Allow"), m) {
-					t.Errorf("%s %s: Allow %q does not list %s", c.method, c.path, r.header.Get("Allow"), m)
+				if !strings.Contains(r.Header.Get("Allow"), m) {
+					t.Errorf("%s %s: Allow %q does not list %s", c.method, c.path, r.Header.Get("Allow"), m)
 				}
 			}
 			if after := n.state(t, "routing"); after != before {
