@@ -37,6 +37,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // FuzzMuxServiceHeader feeds arbitrary bytes to the mux as everything an
@@ -788,7 +789,7 @@ func TestRaftPort_GarbageAndTruncatedFrames_EveryNodeStaysUp(t *testing.T) {
 		}
 	}
 	applyEventually(t, nodes, fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "after", Start: 1, Max: 1 << 40}), 10*time.Second)
-	waitFor(t, 5*time.Second, "the entry applied on every node", func() bool {
+	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, "the entry applied on every node", func() bool {
 		for _, n := range nodes {
 			if _, ok := n.Sequence("after"); !ok {
 				return false
@@ -798,7 +799,7 @@ func TestRaftPort_GarbageAndTruncatedFrames_EveryNodeStaysUp(t *testing.T) {
 	})
 	// A probe round (the 'P' service of every node) still confirms the
 	// leader; leadership may move meanwhile, so ask whoever leads.
-	waitFor(t, 5*time.Second, "a probe round to confirm a leader", func() bool {
+	testkit.Eventually(t, 5*time.Second, 5*time.Millisecond, "a probe round to confirm a leader", func() bool {
 		for _, n := range nodes {
 			if _, ok := n.Leadership(); ok {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -851,17 +852,6 @@ func applyEventually(t testing.TB, nodes []*Node, cmd []byte, timeout time.Durat
 	}
 	t.Fatalf("no apply committed within %v: %v", timeout, last)
 	return nil
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // capturedFrames returns real frames of this raft version (the RPC type

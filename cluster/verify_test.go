@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // A caller never joins a round that was already running when it arrived: the
@@ -29,9 +31,7 @@ func TestVerifier_CallerNeverJoinsARunningRound(t *testing.T) {
 		term, _ := v.verify(context.Background())
 		first <- term
 	}()
-	for rounds.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, time.Millisecond, "round 1 to start", func() bool { return rounds.Load() >= 1 })
 	// These arrive while round 1 runs: they must be answered by round 2.
 	const late = 20
 	var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // fsmProposer applies commands straight to a real FSM, as a single-node
@@ -126,10 +127,7 @@ func TestReserve_ConcurrentRequests_ShareOneProposal(t *testing.T) {
 		}()
 	}
 	// Let every caller reach the wait, then release the one proposal.
-	deadline := time.Now().Add(5 * time.Second)
-	for p.proposals.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, time.Millisecond, "the first proposal", func() bool { return p.proposals.Load() >= 1 })
 	time.Sleep(50 * time.Millisecond)
 	close(p.gate)
 	wg.Wait()
@@ -184,20 +182,14 @@ func TestReserve_PrefetchesBeforeBlockRunsOut(t *testing.T) {
 // waitIdle waits until the sequence has no proposal in flight.
 func waitIdle(t *testing.T, is *Issuer, name string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, 5*time.Second, time.Millisecond, "no proposal in flight on "+name, func() bool {
 		is.mu.RLock()
 		s := is.seqs[name]
 		is.mu.RUnlock()
 		s.mu.Lock()
-		idle := s.pending == nil
-		s.mu.Unlock()
-		if idle {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("proposal still in flight after 5s")
+		defer s.mu.Unlock()
+		return s.pending == nil
+	})
 }
 
 // Under load blocks grow, bounded by MaxBlock; at rest they fall back.
@@ -339,10 +331,7 @@ func TestDrop_WaitersFail_NextTermStartsAbove(t *testing.T) {
 		_, err := is.Reserve(ctx, "s", 1_000_000) // needs a new block
 		errc <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.proposals.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, time.Millisecond, "the second proposal", func() bool { return p.proposals.Load() >= 2 })
 	is.Drop()
 	close(p.gate)
 	if err := <-errc; !errors.Is(err, ErrNotServing) {
@@ -350,9 +339,10 @@ func TestDrop_WaitersFail_NextTermStartsAbove(t *testing.T) {
 	}
 	// The dropped proposal still commits; a new leader's Barrier waits
 	// for it, as this does.
-	for seq, _ := p.Sequence("s"); seq.Issued < 1_000_000 && time.Now().Before(deadline); seq, _ = p.Sequence("s") {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, time.Millisecond, "the dropped proposal to commit", func() bool {
+		seq, _ := p.Sequence("s")
+		return seq.Issued >= 1_000_000
+	})
 	if _, err := is.Reserve(ctx, "s", 1); !errors.Is(err, ErrNotServing) {
 		t.Fatalf("after drop: err = %v, want ErrNotServing", err)
 	}
@@ -501,10 +491,7 @@ func TestDrop_WakesWaitersWhileProposalIsStuck(t *testing.T) {
 		_, err := is.Reserve(context.Background(), "s", 1)
 		errc <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.proposals.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, time.Millisecond, "the first proposal", func() bool { return p.proposals.Load() >= 1 })
 	is.Drop()
 	select {
 	case err := <-errc:

@@ -2,6 +2,7 @@ package lessor_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/lessor"
 )
 
@@ -71,17 +73,18 @@ func (r *replica) grant(t *testing.T, holder string) fsm.Lease {
 
 func waitState(t *testing.T, r *replica, worker int64, want fsm.LeaseState, within time.Duration) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		for _, l := range r.f.Leases("ns") {
+	var at time.Time
+	testkit.EventuallyErr(t, within, 5*time.Millisecond, fmt.Sprintf("worker %d %s", worker, want), func() error {
+		leases := r.f.Leases("ns")
+		for _, l := range leases {
 			if l.WorkerID == worker && l.State == want {
-				return time.Now()
+				at = time.Now()
+				return nil
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("worker %d not %s within %v: %+v", worker, want, within, r.f.Leases("ns"))
-	return time.Time{}
+		return fmt.Errorf("%+v", leases)
+	})
+	return at
 }
 
 // A lease nobody renews ends a TTL after the lessor saw it and is freed a
