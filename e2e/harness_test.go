@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/internal/proc"
 )
 
 // testTimings are the Raft timings every test node runs with: fast, but not
@@ -43,49 +43,51 @@ type node struct {
 	args     []string // the whole command line after the binary, the same on every run
 	env      []string // extra environment, the same on every run
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	done  chan struct{} // closed once the current run's process has exited
-	state *os.ProcessState
-	logs  []string // one log file per run, oldest first
+	mu   sync.Mutex
+	runs []*proc.Process // one per run, oldest first; the last is the current one
 }
 
 func (n *node) url() string { return "http://" + n.httpAddr }
 
-// running reports whether the node's current process is alive.
-func (n *node) running() bool {
-	n.mu.Lock()
-	done := n.done
-	n.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (n *node) lastLog() string {
+// current is the node's current (or last) run, nil before the first start.
+func (n *node) current() *proc.Process {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.logs) == 0 {
-		return ""
+	if len(n.runs) == 0 {
+		return nil
 	}
-	b, _ := os.ReadFile(n.logs[len(n.logs)-1])
-	return string(b)
+	return n.runs[len(n.runs)-1]
+}
+
+// running reports whether the node's current process is alive.
+func (n *node) running() bool {
+	p := n.current()
+	return p != nil && p.Alive()
+}
+
+// lastLog is the output of the node's current (or last) run.
+func (n *node) lastLog() string {
+	if p := n.current(); p != nil {
+		return p.Log()
+	}
+	return ""
 }
 
 // exitStatus describes how the current run ended ("" while it runs).
 func (n *node) exitStatus() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state == nil {
-		return ""
+	if p := n.current(); p != nil && p.State() != nil {
+		return p.State().String()
 	}
-	return n.state.String()
+	return ""
+}
+
+// signal sends sig to the node's current process.
+func (n *node) signal(sig syscall.Signal) error {
+	p := n.current()
+	if p == nil {
+		return fmt.Errorf("%s was never started", n.id)
+	}
+	return p.Signal(sig)
 }
 
 // cluster is a set of ticketd processes of one test.
@@ -100,9 +102,6 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: binary(t), base: t.TempDir()}
-	if err := os.MkdirAll(filepath.Join(c.base, "logs"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// Cleanups run last-registered first: kill the processes, then print
 	// their logs, then (TempDir's own cleanup) remove the data.
 	t.Cleanup(c.dumpLogsOnFailure)
@@ -114,22 +113,11 @@ func newCluster(t *testing.T) *cluster {
 // ago. A node that then fails to bind is retried by start.
 func freeAddrs(t *testing.T, k int) []string {
 	t.Helper()
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	var out []string
-	for i := 0; i < k; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
+	addrs, err := proc.FreeAddrs(k)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return addrs
 }
 
 // newNode declares a node with `ticketd serve` flags for its id, data dir
@@ -170,47 +158,17 @@ func (c *cluster) startStatic(k int) []*node {
 	return nodes
 }
 
-// childEnv is this process's environment without any TICKETD_ variable, so
-// that a developer's settings cannot leak into the nodes.
-func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TICKETD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // spawn starts one run of n's process, logging to a new file.
 func (c *cluster) spawn(n *node) {
 	c.t.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	logPath := filepath.Join(c.base, "logs", fmt.Sprintf("%s.run%d.log", n.id, len(n.logs)+1))
-	f, err := os.Create(logPath)
+	p, err := proc.Start(proc.Spec{Path: c.bin, Args: n.args, Env: n.env,
+		Log: filepath.Join(c.base, "logs", fmt.Sprintf("%s.run%d.log", n.id, len(n.runs)+1))})
 	if err != nil {
-		c.t.Fatal(err)
-	}
-	cmd := exec.Command(c.bin, n.args...)
-	cmd.Env = append(childEnv(), n.env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
 		c.t.Fatalf("start %s: %v", n.id, err)
 	}
-	done := make(chan struct{})
-	n.cmd, n.done, n.state = cmd, done, nil
-	n.logs = append(n.logs, logPath)
-	go func() {
-		_ = cmd.Wait()
-		_ = f.Close()
-		n.mu.Lock()
-		n.state = cmd.ProcessState
-		n.mu.Unlock()
-		close(done)
-	}()
+	n.runs = append(n.runs, p)
 }
 
 // start starts n and waits until its API answers /livez (which it does
@@ -304,11 +262,8 @@ func (c *cluster) leader(timeout time.Duration, nodes []*node, exclude ...*node)
 func (c *cluster) kill9(nodes ...*node) {
 	c.t.Helper()
 	for _, n := range nodes {
-		n.mu.Lock()
-		cmd := n.cmd
-		n.mu.Unlock()
-		if cmd != nil && n.running() {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
+		if n.running() {
+			_ = n.signal(syscall.SIGKILL)
 		}
 	}
 	for _, n := range nodes {
@@ -322,38 +277,27 @@ func (c *cluster) kill9(nodes ...*node) {
 // returns the exit code and how long the exit took.
 func (c *cluster) sigterm(n *node, timeout time.Duration) (int, time.Duration) {
 	c.t.Helper()
-	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.mu.Unlock()
+	p := n.current()
 	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := n.signal(syscall.SIGTERM); err != nil {
 		c.t.Fatalf("SIGTERM %s: %v", n.id, err)
 	}
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
+	if err := p.Wait(timeout); err != nil {
+		_ = p.Signal(syscall.SIGKILL)
+		<-p.Done()
 		c.t.Fatalf("%s still running %v after SIGTERM; killed it", n.id, timeout)
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.state.ExitCode(), time.Since(start)
+	return p.State().ExitCode(), time.Since(start)
 }
 
+// waitExit waits up to timeout for n's current process to exit; a node
+// never started has nothing to wait for.
 func waitExit(n *node, timeout time.Duration) error {
-	n.mu.Lock()
-	done := n.done
-	n.mu.Unlock()
-	if done == nil {
+	p := n.current()
+	if p == nil {
 		return nil
 	}
-	select {
-	case <-done:
-		return nil
-	case <-time.After(timeout):
-		return fmt.Errorf("process did not exit within %v", timeout)
-	}
+	return p.Wait(timeout)
 }
 
 // restart starts a stopped node again with the same flags and environment
@@ -385,11 +329,8 @@ func (c *cluster) killAll() {
 	nodes := append([]*node(nil), c.nodes...)
 	c.mu.Unlock()
 	for _, n := range nodes {
-		n.mu.Lock()
-		cmd := n.cmd
-		n.mu.Unlock()
-		if cmd != nil && n.running() {
-			_ = cmd.Process.Kill()
+		if n.running() {
+			_ = n.signal(syscall.SIGKILL)
 		}
 	}
 	for _, n := range nodes {
@@ -411,19 +352,11 @@ func (c *cluster) dumpLogsOnFailure() {
 	c.mu.Unlock()
 	for _, n := range nodes {
 		n.mu.Lock()
-		logs := append([]string(nil), n.logs...)
+		runs := append([]*proc.Process(nil), n.runs...)
 		n.mu.Unlock()
-		for _, p := range logs {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				c.t.Logf("--- %s: %v", filepath.Base(p), err)
-				continue
-			}
-			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-			if len(lines) > tail {
-				lines = lines[len(lines)-tail:]
-			}
-			c.t.Logf("--- %s (last %d lines) ---\n%s", filepath.Base(p), len(lines), strings.Join(lines, "\n"))
+		for _, p := range runs {
+			lines := p.Tail(tail)
+			c.t.Logf("--- %s (last %d lines) ---\n%s", filepath.Base(p.LogPath()), len(lines), strings.Join(lines, "\n"))
 		}
 	}
 }
@@ -752,7 +685,7 @@ func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = append(childEnv(), env...)
+	cmd.Env = append(proc.ChildEnv(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,14 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/proc"
 )
 
 // ticketdBin is the binary TestMain built; empty in -short mode.
@@ -39,33 +40,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildTicketd builds ./cmd/ticketd from the module root into out.
+// buildTicketd builds ./cmd/ticketd of the root module into out.
 func buildTicketd(out string) error {
-	root, err := moduleRoot()
+	root, err := proc.ModuleRoot()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/ticketd")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build in %s: %v\n%s", root, err, b)
-	}
-	return nil
-}
-
-// moduleRoot is the directory of go.mod, or the parent of this package's
-// directory if the go command cannot say.
-func moduleRoot() (string, error) {
-	if out, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
-		if p := strings.TrimSpace(string(out)); p != "" && p != os.DevNull {
-			return filepath.Dir(p), nil
-		}
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(wd), nil
+	return proc.Build(context.Background(), root, out)
 }
 
 // binary returns the built ticketd, skipping the test in -short mode.

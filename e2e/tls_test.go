@@ -152,10 +152,7 @@ func TestBinary_TLS_CLICertificates_MutualTLSCluster_SIGHUPReload(t *testing.T) 
 			t.Fatal(err)
 		}
 	}
-	n1.mu.Lock()
-	err := n1.cmd.Process.Signal(syscall.SIGHUP)
-	n1.mu.Unlock()
-	if err != nil {
+	if err := n1.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
