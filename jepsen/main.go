@@ -36,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/proc"
 )
 
 const (
@@ -208,7 +210,7 @@ func run(args []string) int {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	root, err := repoRoot()
+	root, err := proc.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return exitInconclusive
@@ -284,25 +286,4 @@ var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "
 // the clock control is then the only difference from a production build.
 func (c *config) faultsBuild() bool {
 	return c.Faults != "" || needClockControl(c.Nemeses)
-}
-
-// repoRoot finds the directory of ticketd's go.mod from the working
-// directory up.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for i := 0; i < 64; i++ {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/ticketd/ticketd\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "", errors.New("run from inside the ticketd repository (no go.mod of github.com/ticketd/ticketd found above the working directory)")
 }

@@ -37,7 +37,7 @@ type Node struct {
 	JoinURLs []string
 
 	mu      sync.Mutex
-	running bool
+	running bool // Docker mode; process mode asks the process (procState)
 	paused  bool
 	starts  int
 	wiped   bool

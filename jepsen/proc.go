@@ -5,32 +5,35 @@ package main
 import (
 	"context"
 	"fmt"
-
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/proc"
 )
 
 // procBackend runs nodes as local processes of the built binary: each in
 // its slot's network namespace (netns mode) or on 127.0.0.1 with ports of
-// its own (loopback mode, no network faults).
+// its own (loopback mode, no network faults). Starting, signalling and
+// reaping a process is internal/proc's, shared with the e2e tests; what is
+// jepsen's own here is the namespaces, addresses and certificates.
 type procBackend struct {
-	cfg     *config
-	bin     string
-	dir     string // run folder
-	fab     *fabric
-	lock    *os.File
-	loopEnv []int // loopback mode: the first of each slot's two ports
+	cfg       *config
+	bin       string
+	dir       string // run folder
+	fab       *fabric
+	lock      *os.File
+	loopPorts [][2]int // loopback mode: each slot's HTTP and Raft ports
 }
 
 type procState struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	logs    []string
+	p       *proc.Process // the current or last run; nil before the first
+	runs    int
 	dataDir string
 }
 
@@ -80,23 +83,15 @@ func (b *procBackend) prepare(ctx context.Context) error {
 		b.bin = b.cfg.Bin
 		return nil
 	}
-	name := "ticketd"
-	args := []string{"build", "-o"}
+	name, tags := "ticketd", []string(nil)
 	if b.cfg.faultsBuild() {
-		name = "ticketd-faults"
+		name, tags = "ticketd-faults", []string{"ticketd_faults"}
 	}
 	out := filepath.Join(b.cfg.root, "build", "jepsen", name)
-	args = append(args, out)
-	if b.cfg.faultsBuild() {
-		args = append(args, "-tags", "ticketd_faults")
-	}
-	args = append(args, "./cmd/ticketd")
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "go", args...)
-	cmd.Dir = b.cfg.root
-	if o, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, o)
+	if err := proc.Build(cctx, b.cfg.root, out, tags...); err != nil {
+		return err
 	}
 	b.bin = out
 	return nil
@@ -110,12 +105,12 @@ func (b *procBackend) newNode(slot int, id string, boot bootMode) (*Node, error)
 		}
 		n.Host = slotIP(slot)
 	} else {
-		for len(b.loopEnv) <= slot {
-			p, err := freePortPair()
+		for len(b.loopPorts) <= slot {
+			addrs, err := proc.FreeAddrs(2)
 			if err != nil {
 				return nil, err
 			}
-			b.loopEnv = append(b.loopEnv, p)
+			b.loopPorts = append(b.loopPorts, [2]int{port(addrs[0]), port(addrs[1])})
 		}
 		n.Host = "127.0.0.1"
 	}
@@ -149,29 +144,14 @@ func (b *procBackend) tlsArgs(n *Node) []string {
 		"--raft-tls-ca", filepath.Join(d, "ca.pem")}
 }
 
-// freePortPair finds two consecutive free ports on 127.0.0.1.
-func freePortPair() (int, error) {
-	for i := 0; i < 100; i++ {
-		l1, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		p := l1.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
-		l1.Close()
-		if err == nil {
-			l2.Close()
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("no two consecutive free ports on 127.0.0.1")
-}
+// port is the port of an address from proc.FreeAddrs.
+func port(addr string) int { return int(netip.MustParseAddrPort(addr).Port()) }
 
 func (b *procBackend) ports(n *Node) (httpPort, raftPort int) {
 	if b.fab != nil {
 		return 8080, 8090
 	}
-	return b.loopEnv[n.Slot], b.loopEnv[n.Slot] + 1
+	return b.loopPorts[n.Slot][0], b.loopPorts[n.Slot][1]
 }
 
 func (b *procBackend) raftAddr(n *Node) string {
@@ -189,14 +169,11 @@ func (b *procBackend) apiHostPort(n *Node) string {
 func (b *procBackend) start(ctx context.Context, n *Node, initial string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.running {
+	st := n.proc
+	if st.p != nil && st.p.Alive() {
 		return fmt.Errorf("%s is running", n.ID)
 	}
-	st := n.proc
 	if err := os.MkdirAll(st.dataDir, 0o755); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(b.dir, "logs"), 0o755); err != nil {
 		return err
 	}
 	args := []string{"serve", "--id", n.ID, "--data-dir", st.dataDir,
@@ -209,66 +186,36 @@ func (b *procBackend) start(ctx context.Context, n *Node, initial string) error 
 	}
 	args = append(args, b.tlsArgs(n)...)
 	args = append(args, b.cfg.timingArgs()...)
-	logPath := filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, len(st.logs)+1))
-	f, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	var cmd *exec.Cmd
+	spec := proc.Spec{Path: b.bin, Args: args, Env: []string{"TICKETD_TOKENS=" + b.cfg.tokensEnv()},
+		Log:    filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, st.runs+1)),
+		Header: true,
+		// Own process group: a Ctrl-C of the harness is not sent to the
+		// nodes; the harness stops them itself.
+		OwnGroup: true}
 	if b.fab != nil {
 		// `ip netns exec` execs the binary: the PID is ticketd's own, so
 		// signals reach it directly.
-		cmd = exec.Command("ip", append([]string{"netns", "exec", slotNS(n.Slot), b.bin}, args...)...)
-	} else {
-		cmd = exec.Command(b.bin, args...)
+		spec.Prefix = []string{"ip", "netns", "exec", slotNS(n.Slot)}
 	}
-	cmd.Env = append(childEnv(), "TICKETD_TOKENS="+b.cfg.tokensEnv())
-	cmd.Stdout, cmd.Stderr = f, f
-	// Own process group (a Ctrl-C of the harness is not sent to the nodes;
-	// the harness stops them itself) and SIGKILL if the harness dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	fmt.Fprintf(f, "# %s %s\n", b.bin, strings.Join(args, " "))
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	p, err := proc.Start(spec)
+	if err != nil {
 		return fmt.Errorf("start %s: %w", n.ID, err)
 	}
-	done := make(chan struct{})
-	st.cmd, st.done = cmd, done
-	st.logs = append(st.logs, logPath)
-	n.running, n.paused = true, false
+	st.p = p
+	st.runs++
+	n.paused = false
 	n.starts++
-	go func() {
-		_ = cmd.Wait()
-		_ = f.Close()
-		n.mu.Lock()
-		if st.done == done {
-			n.running = false
-		}
-		n.mu.Unlock()
-		close(done)
-	}()
 	return nil
-}
-
-// childEnv is the harness's environment without TICKETD_ variables, so a
-// developer's settings cannot leak into the nodes.
-func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TICKETD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func (b *procBackend) signal(n *Node, sig syscall.Signal) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.running || n.proc.cmd == nil {
+	p := n.proc.p
+	if p == nil || !p.Alive() {
 		return fmt.Errorf("%s is not running", n.ID)
 	}
-	if err := n.proc.cmd.Process.Signal(sig); err != nil {
+	if err := p.Signal(sig); err != nil {
 		return err
 	}
 	switch sig {
@@ -282,23 +229,21 @@ func (b *procBackend) signal(n *Node, sig syscall.Signal) error {
 
 func (b *procBackend) waitExit(n *Node, timeout time.Duration) error {
 	n.mu.Lock()
-	done := n.proc.done
+	p := n.proc.p
 	n.mu.Unlock()
-	if done == nil {
+	if p == nil {
 		return nil
 	}
-	select {
-	case <-done:
-		return nil
-	case <-time.After(timeout):
-		return fmt.Errorf("%s did not exit within %v", n.ID, timeout)
+	if err := p.Wait(timeout); err != nil {
+		return fmt.Errorf("%s %w", n.ID, err)
 	}
+	return nil
 }
 
 func (b *procBackend) alive(n *Node) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.running
+	return n.proc.p != nil && n.proc.p.Alive()
 }
 
 func (b *procBackend) wipe(n *Node) error {
