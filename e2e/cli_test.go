@@ -124,7 +124,7 @@ func waitMembers(t *testing.T, views, want []*node) {
 	for _, v := range views {
 		for {
 			var st api.ClusterStatus
-			code, err := httpGet(v.url()+"/v1/cluster", &st)
+			code, err := kit.Do(http.MethodGet, v.url()+"/v1/cluster", nil, &st)
 			var got []string
 			if err == nil && code == http.StatusOK {
 				for _, m := range st.Members {
@@ -186,7 +186,7 @@ func TestBinary_EnvVarsConfigureServe(t *testing.T) {
 	c.waitReady(15*time.Second, n)
 
 	var st api.ClusterStatus
-	if code, err := httpGet(n.url()+"/v1/cluster", &st); err != nil || code != http.StatusOK {
+	if code, err := kit.Do(http.MethodGet, n.url()+"/v1/cluster", nil, &st); err != nil || code != http.StatusOK {
 		t.Fatalf("GET /v1/cluster: %d %v", code, err)
 	}
 	if st.Node != "from-env" || st.Leader != "from-env" || len(st.Members) != 1 || st.Members[0].RaftAddr != addrs[1] {

@@ -143,7 +143,7 @@ func TestBinary_AllNodesKill9_RestartInRandomOrder_MarksNeverMoveBack(t *testing
 
 		for _, n := range nodes {
 			var seq api.Sequence
-			if code, err := httpGet(n.url()+"/v1/sequences/orders", &seq); err != nil || code != http.StatusOK {
+			if code, err := kit.Do(http.MethodGet, n.url()+"/v1/sequences/orders", nil, &seq); err != nil || code != http.StatusOK {
 				t.Fatalf("GET /v1/sequences/orders via %s: %d %v", n.id, code, err)
 			}
 			if seq.Next == nil || *seq.Next <= before {
@@ -244,7 +244,7 @@ func TestBinary_SIGTERM_LeaderHandsOver(t *testing.T) {
 			t.Fatalf("%s: /readyz answered 200 again %v after SIGTERM, after it had answered 503", old.id, p.at.Sub(sentAt))
 		}
 	}
-	if code, err := httpGet(old.url()+"/readyz", nil); err == nil || code != 0 {
+	if code, err := kit.Do(http.MethodGet, old.url()+"/readyz", nil, nil); err == nil || code != 0 {
 		t.Fatalf("%s: the API port still answered (%d) after the process exited", old.id, code)
 	}
 	if first503.IsZero() {

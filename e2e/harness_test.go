@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/internal/proc"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 // testTimings are the Raft timings every test node runs with: fast, but not
@@ -199,7 +199,7 @@ func waitLive(n *node, timeout time.Duration) error {
 		if !n.running() {
 			return fmt.Errorf("process exited (%s)", n.exitStatus())
 		}
-		if code, _ := httpGet(n.url()+"/livez", nil); code == http.StatusOK {
+		if code, _ := kit.Do(http.MethodGet, n.url()+"/livez", nil, nil); code == http.StatusOK {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -216,7 +216,7 @@ func (c *cluster) waitReady(timeout time.Duration, nodes ...*node) {
 			if !n.running() {
 				c.t.Fatalf("%s exited while waiting for it to be ready (%s)", n.id, n.exitStatus())
 			}
-			if code, _ := httpGet(n.url()+"/readyz", nil); code == http.StatusOK {
+			if code, _ := kit.Do(http.MethodGet, n.url()+"/readyz", nil, nil); code == http.StatusOK {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -241,7 +241,7 @@ func (c *cluster) leader(timeout time.Duration, nodes []*node, exclude ...*node)
 				continue
 			}
 			var st api.ClusterStatus
-			if code, err := httpGet(n.url()+"/v1/cluster", &st); err != nil || code != http.StatusOK {
+			if code, err := kit.Do(http.MethodGet, n.url()+"/v1/cluster", nil, &st); err != nil || code != http.StatusOK {
 				continue
 			}
 			if st.State == "Leader" && st.Node == n.id && st.Term >= bestTerm {
@@ -361,56 +361,17 @@ func (c *cluster) dumpLogsOnFailure() {
 	}
 }
 
-// httpClient is for probes and one-off calls: short timeouts, no retries.
-var httpClient = &http.Client{Timeout: 2 * time.Second}
-
-// httpGet GETs url and decodes a 2xx JSON answer into out (if not nil).
-func httpGet(url string, out any) (int, error) {
-	return httpDo(http.MethodGet, url, nil, out)
-}
-
-func httpDo(method, url string, body, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return 0, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %s: %w", data, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
+// kit is the one JSON-over-HTTP client of the tests (internal/testkit), for
+// probes and one-off calls: short timeouts, no retries. An answer of any
+// status is an answer; callers check the status.
+var kit = testkit.Client{Timeout: 2 * time.Second}
 
 // createSequence creates seq through n, retrying while the cluster settles.
 func createSequence(t *testing.T, n *node, seq string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, err := httpDo(http.MethodPut, n.url()+"/v1/sequences/"+seq, nil, nil)
+		code, err := kit.Do(http.MethodPut, n.url()+"/v1/sequences/"+seq, nil, nil)
 		if err == nil && (code == http.StatusCreated || code == http.StatusOK) {
 			return
 		}
@@ -428,7 +389,7 @@ func reserveVia(t *testing.T, n *node, seq string, count int64) api.Range {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var r api.Range
-		code, err := httpDo(http.MethodPost, n.url()+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count}, &r)
+		code, err := kit.Do(http.MethodPost, n.url()+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count}, &r)
 		if err == nil && code == http.StatusOK {
 			if r.Last-r.First+1 != count || r.First < 1 || r.Sequence != seq {
 				t.Fatalf("reserve %d via %s: bad range %+v", count, n.id, r)
@@ -609,11 +570,11 @@ type loader struct {
 	wg   sync.WaitGroup
 }
 
-// loadClient is shared by the load goroutines: a bounded attempt, kept-alive
+// loadKit is shared by the load goroutines: a bounded attempt, kept-alive
 // connections.
-var loadClient = &http.Client{
-	Timeout:   3 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second},
+var loadKit = testkit.Client{
+	HTTP:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
+	Timeout: 3 * time.Second,
 }
 
 func startLoad(t *testing.T, nodes []*node, seq string, workers int, count int64) *loader {
@@ -645,24 +606,19 @@ func startLoad(t *testing.T, nodes []*node, seq string, workers int, count int64
 }
 
 func (l *loader) reserveOnce(n *node, seq string, count int64) error {
-	body, _ := json.Marshal(api.ReserveRequest{Count: count})
 	start := time.Now()
-	resp, err := loadClient.Post(n.url()+"/v1/sequences/"+seq+"/ranges", "application/json", bytes.NewReader(body))
+	resp, err := loadKit.Call(http.MethodPost, n.url()+"/v1/sequences/"+seq+"/ranges", api.ReserveRequest{Count: count})
+	ack := time.Now()
 	if err != nil {
+		// No whole answer: refused, timed out or cut mid-answer.
 		l.h.fail("transport error")
 		return err
 	}
-	data, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	ack := time.Now()
-	if err != nil {
-		l.h.fail("read error")
-		return err
+	if resp.Status != http.StatusOK {
+		l.h.fail(fmt.Sprintf("status %d", resp.Status))
+		return errors.New(http.StatusText(resp.Status))
 	}
-	if resp.StatusCode != http.StatusOK {
-		l.h.fail(fmt.Sprintf("status %d", resp.StatusCode))
-		return errors.New(resp.Status)
-	}
+	data := resp.Body
 	var r api.Range
 	if err := json.Unmarshal(data, &r); err != nil || r.Last-r.First+1 != count || r.First < 1 || r.Sequence != seq {
 		l.h.badAnswer(fmt.Sprintf("via %s: %s (%v)", n.id, data, err))

@@ -3,9 +3,7 @@ package e2e
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -65,12 +63,7 @@ func raftServedSerial(t *testing.T, dir, addr string) *big.Int {
 
 func scrapeMetric(t *testing.T, n *node, name string) (float64, bool) {
 	t.Helper()
-	resp, err := httpClient.Get(n.url() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := kit.MustCall(t, http.MethodGet, n.url()+"/metrics", nil).Body
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+-]+)$`)
 	m := re.FindSubmatch(b)
 	if m == nil {
@@ -125,7 +118,7 @@ func TestBinary_TLS_CLICertificates_MutualTLSCluster_SIGHUPReload(t *testing.T) 
 	reserveVia(t, nodes[1], "orders", 10)
 	for _, n := range nodes {
 		var st api.ClusterStatus
-		if _, err := httpGet(n.url()+"/v1/cluster", &st); err != nil || !st.RaftTLS || st.APITLS {
+		if _, err := kit.Do(http.MethodGet, n.url()+"/v1/cluster", nil, &st); err != nil || !st.RaftTLS || st.APITLS {
 			t.Fatalf("%s /v1/cluster: raft_tls %v api_tls %v, err %v", n.id, st.RaftTLS, st.APITLS, err)
 		}
 		if v, ok := scrapeMetric(t, n, "ticketd_raft_tls"); !ok || v != 1 {
@@ -208,24 +201,12 @@ func TestBinary_PlaintextRaft_RefusedUnlessExplicit(t *testing.T) {
 
 	n := authNode(t, c, "p1")
 	var st api.ClusterStatus
-	if code, err := httpDoAuth(http.MethodGet, n.url()+"/v1/cluster", e2eAdmin, &st); err != nil || code != 200 || st.RaftTLS {
+	admin := kit
+	admin.Token = e2eAdmin
+	if code, err := admin.Do(http.MethodGet, n.url()+"/v1/cluster", nil, &st); err != nil || code != 200 || st.RaftTLS {
 		t.Fatalf("/v1/cluster of a plaintext node: %d %v raft_tls %v", code, err, st.RaftTLS)
 	}
 	if !strings.Contains(n.lastLog(), "PLAINTEXT") {
 		t.Fatalf("no warning about plaintext Raft in the log:\n%s", n.lastLog())
 	}
-}
-
-func httpDoAuth(method, url, token string, out any) (int, error) {
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
 }
