@@ -176,9 +176,16 @@ func (n *Node) Start(listener LeadershipListener) error {
 
 // openStorage opens the log and stable store and the snapshot store.
 func (n *Node) openStorage() error {
+	if err := checkDataDir(n.cfg.DataDir); err != nil {
+		return err
+	}
+	logPath := filepath.Join(n.cfg.DataDir, "raft.db")
+	if err := checkRaftLog(logPath); err != nil {
+		return err
+	}
 	// raft-boltdb fsyncs every write (NoSync is false): an entry counts
 	// only once it is on disk.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(n.cfg.DataDir, "raft.db")})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath})
 	if err != nil {
 		return fmt.Errorf("open raft store: %w", err)
 	}

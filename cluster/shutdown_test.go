@@ -79,6 +79,16 @@ func TestShutdown_ThreeNodes_NoGoroutineOrConnectionLeft(t *testing.T) {
 // openUnstarted opens a single bootstrapping node in dir without starting it.
 func openUnstarted(t *testing.T, dir string) *Node {
 	t.Helper()
+	n, err := openOnly(t, dir)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return n
+}
+
+// openOnly is Open of a single bootstrapping node in dir, with its error.
+func openOnly(t *testing.T, dir string) (*Node, error) {
+	t.Helper()
 	ln := listenLoopback(t)
 	cfg := DefaultConfig()
 	cfg.ID = "n1"
@@ -89,11 +99,7 @@ func openUnstarted(t *testing.T, dir string) *Node {
 	cfg.Bootstrap = true
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = fastTimings.heartbeat, fastTimings.election, fastTimings.lease
 	cfg.Logger = discardLogger()
-	n, err := Open(cfg, fsm.New())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	return n
+	return Open(cfg, fsm.New())
 }
 
 // A node that was opened and never started (its owner failed to build

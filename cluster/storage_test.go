@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// writtenDataDir runs a single node in a new data directory, commits a few
+// hundred entries (so raft.db spans many pages) and shuts it down cleanly.
+func writtenDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	n := openUnstarted(t, dir)
+	if err := n.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	applyEventually(t, []*Node{n}, fsm.EncodeSetMember(fsm.SetMember{ID: "x", RaftAddr: "127.0.0.1:1"}), 10*time.Second)
+	for i := range 300 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember{ID: fmt.Sprintf("m%d", i), RaftAddr: "127.0.0.1:1", HTTPAddr: strings.Repeat("h", 200)}))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Shutdown(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A raft.db that is cut short or has garbage in the middle makes Open refuse,
+// with an error that names the file, says it is damaged, and says how to
+// recover; it never panics and never resets the log.
+func TestOpen_DamagedRaftLog_RefusesWithWhatAndHow(t *testing.T) {
+	for name, damage := range map[string]func(t *testing.T, path string){
+		"truncated": func(t *testing.T, path string) {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, st.Size()/3); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"garbage in the middle": func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			st, _ := f.Stat()
+			junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 4096))
+			if _, err := f.WriteAt(junk, st.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"headers zeroed": func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt(make([]byte, 8192), 0); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writtenDataDir(t)
+			path := filepath.Join(dir, "raft.db")
+			damage(t, path)
+			before, _ := os.ReadFile(path)
+			var err error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						err = fmt.Errorf("panic: %v", p)
+						t.Errorf("Open panicked on a damaged raft.db: %v", p)
+					}
+				}()
+				var n *Node
+				n, err = openOnly(t, dir)
+				if err == nil {
+					_ = n.Shutdown(context.Background(), false)
+				}
+			}()
+			if err == nil {
+				t.Fatal("Open accepted a damaged raft.db")
+			}
+			t.Log(err)
+			for _, want := range []string{path, "damaged", "--join", "new --id"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not say %q: %v", want, err)
+				}
+			}
+			if after, _ := os.ReadFile(path); string(after) != string(before) {
+				t.Error("Open changed the damaged file")
+			}
+		})
+	}
+}
