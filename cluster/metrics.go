@@ -19,6 +19,8 @@ type raftCollector struct {
 
 	hasLeader, isLeader, serving, term, commitIndex, appliedIndex, lastIndex *prometheus.Desc
 	lastContact, lastSnapshotIndex, voters, raftTLS                          *prometheus.Desc
+
+	storageHealthy, storageFree, storageLog, storageSnapshots *prometheus.Desc
 }
 
 func newRaftCollector(n *Node) *raftCollector {
@@ -38,11 +40,15 @@ func newRaftCollector(n *Node) *raftCollector {
 		lastSnapshotIndex: d("last_snapshot_index", "Log index of the latest snapshot."),
 		voters:            d("voters", "Voters in the latest configuration."),
 		raftTLS:           d("tls", "1 if this node's Raft port speaks mutual TLS, 0 if Raft traffic is plaintext."),
+		storageHealthy:    prometheus.NewDesc("ticketd_storage_healthy", "1 if this node's latest write to its Raft log or stable store succeeded, 0 while they fail (the node is not ready then).", nil, nil),
+		storageFree:       prometheus.NewDesc("ticketd_storage_free_bytes", "Bytes free to ticketd on the data directory's filesystem.", nil, nil),
+		storageLog:        prometheus.NewDesc("ticketd_storage_log_bytes", "Size of the Raft log file (raft.db).", nil, nil),
+		storageSnapshots:  prometheus.NewDesc("ticketd_storage_snapshot_bytes", "Total size of the Raft snapshots kept in the data directory.", nil, nil),
 	}
 }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS} {
+	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS, c.storageHealthy, c.storageFree, c.storageLog, c.storageSnapshots} {
 		ch <- d
 	}
 }
@@ -79,6 +85,16 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.voters, float64(c.n.voterCount()))
 	gauge(c.raftTLS, b(c.n.cfg.TLS != nil))
+	_, failing := c.n.StorageFailure()
+	gauge(c.storageHealthy, b(!failing))
+	logBytes, snapBytes, free := c.n.dataDirUsage()
+	if free >= 0 {
+		gauge(c.storageFree, float64(free))
+	}
+	if logBytes >= 0 {
+		gauge(c.storageLog, float64(logBytes))
+	}
+	gauge(c.storageSnapshots, float64(snapBytes))
 }
 
 // instrumentedFSM times snapshots and counts restores; the FSM itself stays

@@ -50,8 +50,10 @@ type Node struct {
 	raft  *raft.Raft   // nil until Start
 	store *raftboltdb.BoltStore
 	snaps raft.SnapshotStore
-	trans *raft.NetworkTransport
-	mux   *mux
+	// health watches every write Raft makes to store (issue #19).
+	health *storageHealth
+	trans  *raft.NetworkTransport
+	mux    *mux
 
 	probeServer *probeServer
 	probeClient *probeClient
@@ -103,12 +105,19 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n := &Node{
 		cfg:           cfg,
+		health:        &storageHealth{m: cfg.Metrics},
 		log:           base.With("component", "cluster", "node", cfg.ID),
 		hlog:          newRaftLogger(base.With("component", "raft", "node", cfg.ID), cfg.RaftLogLevel),
 		fsm:           f,
 		obsCh:         make(chan raft.Observation, 64),
 		reestablishCh: make(chan chan struct{}),
 		shutdownCh:    make(chan struct{}),
+	}
+	n.health.onFail = func(err error, kind string) {
+		n.log.Error("cannot write to the Raft log: not ready until a write succeeds", "kind", kind, "err", err, "data_dir", cfg.DataDir)
+	}
+	n.health.onClear = func(down time.Duration) {
+		n.log.Info("writes to the Raft log succeed again", "failing_for", down.Round(time.Millisecond))
 	}
 	ok := false
 	defer func() {
@@ -151,7 +160,7 @@ func (n *Node) Start(listener LeadershipListener) error {
 		return errors.New("cluster: Start needs a node from Open, and runs once")
 	}
 	n.listener = listener
-	r, err := raft.NewRaft(n.rc, instrumentedFSM{n.fsm, n.cfg.Metrics}, n.store, n.store, n.snaps, n.trans)
+	r, err := raft.NewRaft(n.rc, instrumentedFSM{n.fsm, n.cfg.Metrics}, watchedLogStore{n.store, n.health}, watchedStableStore{n.store, n.health}, n.snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

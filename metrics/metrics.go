@@ -50,6 +50,8 @@ type Metrics struct {
 	LeaseTimers       *prometheus.CounterVec
 	TLSCertExpiry     *prometheus.GaugeVec
 	TLSReloads        *prometheus.CounterVec
+	StorageErrors     *prometheus.CounterVec
+	StorageWrite      *prometheus.HistogramVec
 
 	mu     sync.Mutex
 	labels map[string]struct{}
@@ -166,6 +168,15 @@ func New(version string) *Metrics {
 		Name: "ticketd_tls_reloads_total",
 		Help: "Reloads of certificate files that changed something (ok) or could not be loaded (error; the previous certificate stays in use), by listener.",
 	}, []string{"listener", "result"})
+	m.StorageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_storage_errors_total",
+		Help: "Failed writes to the Raft log (op append or delete) or stable store (op stable), by kind: no_space, read_only, io (EIO, a failing disk or fsync), other.",
+	}, []string{"op", "kind"})
+	m.StorageWrite = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ticketd_storage_write_seconds",
+		Help:    "Time of one successful write transaction on the Raft log or stable store, fsync included, by op.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"op"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ticketd_build_info",
 		Help: "Build information; the value is always 1.",
@@ -176,7 +187,7 @@ func New(version string) *Metrics {
 		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
 		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
-		m.TLSCertExpiry, m.TLSReloads, build,
+		m.TLSCertExpiry, m.TLSReloads, m.StorageErrors, m.StorageWrite, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
@@ -332,6 +343,19 @@ func (m *Metrics) SetCertificateExpiry(listener string, notAfter time.Time) {
 		return
 	}
 	m.TLSCertExpiry.WithLabelValues(listener).Set(float64(notAfter.Unix()))
+}
+
+// ObserveStorageWrite records one write transaction on the Raft log or
+// stable store (each ends in an fsync), and counts a failed one by its kind.
+func (m *Metrics) ObserveStorageWrite(op string, d time.Duration, kind string) {
+	if m == nil {
+		return
+	}
+	if kind != "" {
+		m.StorageErrors.WithLabelValues(op, kind).Inc()
+		return
+	}
+	m.StorageWrite.WithLabelValues(op).Observe(d.Seconds())
 }
 
 // ObserveTLSReload counts one reload of a listener's certificate files.

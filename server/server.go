@@ -449,6 +449,9 @@ func (st store) Restore(ctx context.Context, backup []byte, advance int64) error
 
 func (st store) Ready() error {
 	n := st.s.node
+	if f, failing := n.StorageFailure(); failing {
+		return fmt.Errorf("this node cannot write to its Raft log (%s, for %s): %v", f.Kind, time.Since(f.Since).Round(time.Second), f.Err)
+	}
 	switch {
 	case !n.IsMember():
 		return errors.New("this node is not a member of a cluster yet")

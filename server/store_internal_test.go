@@ -48,6 +48,7 @@ var wantKinds = map[string]struct {
 // Sentinels that never reach the store, and why.
 var noKind = map[string]string{
 	"fsm.ErrLeaseTimerStale": "a lessor timer's entry that lost a race; only the lessor sees it",
+	"cluster.ErrStorage":     "a data directory the node refuses to start on; only cluster.Open returns it",
 }
 
 var allKinds = []error{domain.ErrInvalid, domain.ErrNotFound, domain.ErrConflict, domain.ErrExhausted,

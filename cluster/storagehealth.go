@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ticketd/ticketd/metrics"
+)
+
+// Storage health (issue #19). hashicorp/raft logs a failed append and goes
+// on: a follower whose disk is full keeps answering heartbeats, its log stops
+// growing, and nothing but a log line says so. Node watches every write Raft
+// makes to its log and stable store instead, so that readiness and metrics
+// can tell the truth: a node whose last write failed is not ready until a
+// write succeeds again.
+
+// storageHealth is the outcome of the latest write to the node's storage.
+type storageHealth struct {
+	m *metrics.Metrics
+
+	mu      sync.Mutex
+	failing error     // the latest write's error; nil once one succeeds
+	since   time.Time // when the current run of failures began
+	kind    string
+	onFail  func(err error, kind string) // the first failure of a run
+	onClear func(down time.Duration)     // the first success after a run
+}
+
+// observe records one write transaction on op ("append", "delete",
+// "stable") that took d and ended in err.
+func (h *storageHealth) observe(op string, d time.Duration, err error) {
+	kind := ""
+	if err != nil {
+		kind = storageErrorKind(err)
+	}
+	h.m.ObserveStorageWrite(op, d, kind)
+	h.mu.Lock()
+	var fail func(error, string)
+	var clear func(time.Duration)
+	var down time.Duration
+	switch {
+	case err != nil:
+		if h.failing == nil {
+			h.since = time.Now()
+			fail = h.onFail
+		}
+		h.failing, h.kind = fmt.Errorf("%s: %w", op, err), kind
+	case h.failing != nil:
+		down = time.Since(h.since)
+		h.failing, h.kind = nil, ""
+		clear = h.onClear
+	}
+	h.mu.Unlock()
+	if fail != nil {
+		fail(err, kind)
+	}
+	if clear != nil {
+		clear(down)
+	}
+}
+
+// problem is the latest write's error and kind and when its run began, or
+// a nil error if the latest write succeeded.
+func (h *storageHealth) problem() (err error, kind string, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failing, h.kind, h.since
+}
+
+// storageErrorKind sorts a storage error for metrics and operators.
+func storageErrorKind(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EFBIG):
+		return "no_space"
+	case errors.Is(err, syscall.EROFS):
+		return "read_only"
+	case errors.Is(err, syscall.EIO):
+		return "io"
+	default:
+		return "other"
+	}
+}
+
+// watchedLogStore is the Raft log with every write observed.
+type watchedLogStore struct {
+	raft.LogStore
+	h *storageHealth
+}
+
+func (s watchedLogStore) StoreLog(l *raft.Log) error {
+	return s.StoreLogs([]*raft.Log{l})
+}
+
+func (s watchedLogStore) StoreLogs(logs []*raft.Log) error {
+	start := time.Now()
+	err := s.LogStore.StoreLogs(logs)
+	s.h.observe("append", time.Since(start), err)
+	return err
+}
+
+func (s watchedLogStore) DeleteRange(min, max uint64) error {
+	start := time.Now()
+	err := s.LogStore.DeleteRange(min, max)
+	s.h.observe("delete", time.Since(start), err)
+	return err
+}
+
+// watchedStableStore is Raft's stable store (term, vote) with every write
+// observed.
+type watchedStableStore struct {
+	raft.StableStore
+	h *storageHealth
+}
+
+func (s watchedStableStore) Set(key, val []byte) error {
+	start := time.Now()
+	err := s.StableStore.Set(key, val)
+	s.h.observe("stable", time.Since(start), err)
+	return err
+}
+
+func (s watchedStableStore) SetUint64(key []byte, val uint64) error {
+	start := time.Now()
+	err := s.StableStore.SetUint64(key, val)
+	s.h.observe("stable", time.Since(start), err)
+	return err
+}
+
+// StorageFailure is a run of failed writes to a node's storage.
+type StorageFailure struct {
+	Err   error     // the latest write's error
+	Kind  string    // no_space, read_only, io or other
+	Since time.Time // when the run began
+}
+
+// StorageFailure reports whether this node's latest write to its storage
+// failed, and how.
+func (n *Node) StorageFailure() (StorageFailure, bool) {
+	err, kind, since := n.health.problem()
+	return StorageFailure{Err: err, Kind: kind, Since: since}, err != nil
+}
+
+// dataDirUsage is what the data directory holds and has left, for metrics:
+// raft.db's size, the snapshots' total size, and the bytes free to this
+// process on its filesystem (-1 where unknown).
+func (n *Node) dataDirUsage() (logBytes, snapshotBytes, free int64) {
+	logBytes, snapshotBytes = -1, 0
+	if st, err := os.Stat(filepath.Join(n.cfg.DataDir, "raft.db")); err == nil {
+		logBytes = st.Size()
+	}
+	_ = filepath.WalkDir(filepath.Join(n.cfg.DataDir, "snapshots"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, ierr := d.Info(); ierr == nil {
+				snapshotBytes += info.Size()
+			}
+		}
+		return nil
+	})
+	return logBytes, snapshotBytes, freeBytes(n.cfg.DataDir)
+}
