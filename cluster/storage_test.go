@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,4 +108,58 @@ func TestOpen_DamagedRaftLog_RefusesWithWhatAndHow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mountTmpfs mounts a tmpfs at dir with the given options, unmounted when
+// the test ends. It needs root; without it the test is skipped.
+func mountTmpfs(t *testing.T, dir, opts string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a filesystem for the data directory")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+}
+
+// A data directory on a full or a read-only filesystem makes Open refuse
+// with an error that names the directory and the cause, before Raft has
+// written anything: such a node would otherwise join and then fail every
+// append.
+func TestOpen_FullOrReadOnlyDataDir_Refuses(t *testing.T) {
+	t.Run("full", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		mountTmpfs(t, dir, "size=1m")
+		f, err := os.Create(filepath.Join(dir, "filler"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 64; i++ {
+			if _, err = f.Write(make([]byte, 64<<10)); err != nil {
+				break
+			}
+		}
+		f.Close()
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("filling the tmpfs ended with %v, want ENOSPC", err)
+		}
+		_, err = openOnly(t, dir)
+		if err == nil || !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "no space left on device") {
+			t.Fatalf("Open on a full filesystem: %v", err)
+		}
+		t.Log(err)
+	})
+	t.Run("read-only", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		mountTmpfs(t, dir, "size=8m,ro")
+		_, err := openOnly(t, dir)
+		if err == nil || !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "read-only file system") {
+			t.Fatalf("Open on a read-only filesystem: %v", err)
+		}
+		t.Log(err)
+	})
 }
