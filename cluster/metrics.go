@@ -20,7 +20,7 @@ type raftCollector struct {
 	hasLeader, isLeader, serving, term, commitIndex, appliedIndex, lastIndex *prometheus.Desc
 	lastContact, lastSnapshotIndex, voters, raftTLS                          *prometheus.Desc
 
-	storageHealthy, storageFree, storageLog, storageSnapshots *prometheus.Desc
+	storageHealthy, storageFree, storageLog, storageSnapshots, lag *prometheus.Desc
 }
 
 func newRaftCollector(n *Node) *raftCollector {
@@ -40,6 +40,7 @@ func newRaftCollector(n *Node) *raftCollector {
 		lastSnapshotIndex: d("last_snapshot_index", "Log index of the latest snapshot."),
 		voters:            d("voters", "Voters in the latest configuration."),
 		raftTLS:           d("tls", "1 if this node's Raft port speaks mutual TLS, 0 if Raft traffic is plaintext."),
+		lag:               d("lag_entries", "Committed entries this node has yet to apply: the highest commit index a leader has sent it less its applied index (0 on the leader once applied)."),
 		storageHealthy:    prometheus.NewDesc("ticketd_storage_healthy", "1 if this node's latest write to its Raft log or stable store succeeded, 0 while they fail (the node is not ready then).", nil, nil),
 		storageFree:       prometheus.NewDesc("ticketd_storage_free_bytes", "Bytes free to ticketd on the data directory's filesystem.", nil, nil),
 		storageLog:        prometheus.NewDesc("ticketd_storage_log_bytes", "Size of the Raft log file (raft.db).", nil, nil),
@@ -48,7 +49,7 @@ func newRaftCollector(n *Node) *raftCollector {
 }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS, c.storageHealthy, c.storageFree, c.storageLog, c.storageSnapshots} {
+	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS, c.storageHealthy, c.storageFree, c.storageLog, c.storageSnapshots, c.lag} {
 		ch <- d
 	}
 }
@@ -85,6 +86,7 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.voters, float64(c.n.voterCount()))
 	gauge(c.raftTLS, b(c.n.cfg.TLS != nil))
+	gauge(c.lag, float64(c.n.Lag()))
 	_, failing := c.n.StorageFailure()
 	gauge(c.storageHealthy, b(!failing))
 	logBytes, snapBytes, free := c.n.dataDirUsage()

@@ -53,6 +53,7 @@ type Node struct {
 	// health watches every write Raft makes to store (issue #19).
 	health *storageHealth
 	trans  *raft.NetworkTransport
+	watch  *leaderWatch // trans as Raft sees it: reads the leader's commit index off its RPCs
 	mux    *mux
 
 	probeServer *probeServer
@@ -160,7 +161,7 @@ func (n *Node) Start(listener LeadershipListener) error {
 		return errors.New("cluster: Start needs a node from Open, and runs once")
 	}
 	n.listener = listener
-	r, err := raft.NewRaft(n.rc, instrumentedFSM{n.fsm, n.cfg.Metrics}, watchedLogStore{n.store, n.health}, watchedStableStore{n.store, n.health}, n.snaps, n.trans)
+	r, err := raft.NewRaft(n.rc, instrumentedFSM{n.fsm, n.cfg.Metrics}, watchedLogStore{n.store, n.health}, watchedStableStore{n.store, n.health}, n.snaps, n.watch)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -259,6 +260,7 @@ func (n *Node) openNetwork() error {
 		Timeout:         10 * time.Second,
 		Logger:          n.hlog,
 	})
+	n.watch = newLeaderWatch(n.trans)
 	n.probeClient = newProbeClient(n.mux.dial)
 	n.verifier = newVerifier(func() (uint64, error) {
 		start := time.Now()
@@ -895,6 +897,9 @@ func (n *Node) closeNetwork() error {
 	var errs []error
 	if n.probeClient != nil {
 		n.probeClient.closeAll()
+	}
+	if n.watch != nil {
+		n.watch.close()
 	}
 	if n.trans != nil {
 		errs = append(errs, n.trans.Close())

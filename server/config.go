@@ -65,6 +65,11 @@ type Config struct {
 	// for their large bodies.
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
+	// MaxReadyLag is how many committed entries a node may have yet to
+	// apply and still answer /readyz 200: a node further behind than
+	// that (replaying a backlog, or unable to append) is taken out of a
+	// load balancer until it catches up.
+	MaxReadyLag uint64
 	// faultConfig holds the state machine's planted bugs in the
 	// fault-injection build (faults.go, built with the ticketd_faults tag)
 	// and nothing in any other build (nofaults.go).
@@ -86,6 +91,10 @@ func DefaultConfig() Config {
 		AuditInterval:    30 * time.Second,
 		HTTPReadTimeout:  30 * time.Second,
 		HTTPWriteTimeout: 60 * time.Second, // above a 30 s CPU profile
+		// A healthy follower trails by a batch or two of entries; a
+		// leader pre-commits blocks, so a few thousand entries are
+		// minutes of reservations at most.
+		MaxReadyLag: 4096,
 	}
 }
 

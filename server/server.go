@@ -460,6 +460,9 @@ func (st store) Ready() error {
 	case !n.CaughtUp():
 		return errors.New("this node has not applied every committed entry yet")
 	}
+	if lag := n.Lag(); lag > st.s.cfg.MaxReadyLag {
+		return fmt.Errorf("this node is %d committed entries behind the leader (ready again at %d or fewer)", lag, st.s.cfg.MaxReadyLag)
+	}
 	if _, _, ok := n.LeaderHTTPAddr(); !ok {
 		return errors.New("the leader's API address is not known yet")
 	}

@@ -113,6 +113,23 @@ func TestStorage_FollowerCannotAppend_NotReadyUntilItCatchesUp(t *testing.T) {
 	}
 	t.Logf("n3 not ready after %d creates: %s", created, body)
 
+	// Its lag grows with every entry the cluster commits without it,
+	// though its own commit index (capped at its last entry) says it is
+	// caught up.
+	lagBefore := scrapeGauge(t, kit, tc.URL(full), "ticketd_raft_lag_entries")
+	for range 200 {
+		create()
+	}
+	testkit.EventuallyErr(t, 10*time.Second, 20*time.Millisecond, "n3's lag to grow by the entries it missed", func() error {
+		if lag := scrapeGauge(t, kit, tc.URL(full), "ticketd_raft_lag_entries"); lag < lagBefore+150 {
+			return fmt.Errorf("lag %v, was %v before 200 more creates", lag, lagBefore)
+		}
+		return nil
+	})
+	if healthy := scrapeGauge(t, kit, tc.URL(full), "ticketd_storage_healthy"); healthy != 0 {
+		t.Errorf("ticketd_storage_healthy = %v on the full node", healthy)
+	}
+
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
@@ -123,4 +140,24 @@ func TestStorage_FollowerCannotAppend_NotReadyUntilItCatchesUp(t *testing.T) {
 		}
 		return nil
 	})
+	if lag := scrapeGauge(t, kit, tc.URL(full), "ticketd_raft_lag_entries"); lag > float64(server.DefaultConfig().MaxReadyLag) {
+		t.Errorf("n3 ready with a lag of %v entries", lag)
+	}
+}
+
+// scrapeGauge reads one unlabelled sample from a node's /metrics.
+func scrapeGauge(t *testing.T, kit testkit.Client, base, name string) float64 {
+	t.Helper()
+	body := string(kit.MustCall(t, http.MethodGet, base+"/metrics", nil).Body)
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s not in %s/metrics", name, base)
+	return 0
 }

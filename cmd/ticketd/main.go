@@ -212,6 +212,7 @@ func serve(args []string, stderr io.Writer) error {
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
 	maxInFlight := fs.Int("raft-max-rpcs-in-flight", def.Cluster.MaxRPCsInFlight, "AppendEntries RPCs in flight per follower: 1 turns pipelined replication off, 2 or more turns it on")
+	maxReadyLag := fs.Uint64("max-ready-lag", def.MaxReadyLag, "committed entries a node may have yet to apply and still answer /readyz 200")
 	sec := addSecurityFlags(fs)
 	unsafeFaults := registerFaultFlag(fs)
 	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on the HTTP address")
@@ -253,6 +254,7 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.HTTPAdvertise = *httpAdv
 	cfg.Logger = log
 	cfg.Pprof = *pprofOn
+	cfg.MaxReadyLag = *maxReadyLag
 	cfg.Metrics = metrics.New(version)
 	if err := applyFaults(*unsafeFaults, &cfg); err != nil {
 		return usageError{err.Error()}
