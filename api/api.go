@@ -140,6 +140,29 @@ type ClusterStatus struct {
 	RaftTLS bool     `json:"raft_tls"`
 	APITLS  bool     `json:"api_tls"`
 	Members []Member `json:"members"`
+	// Ready is what this node's /readyz answers; NotReady says why not.
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"not_ready,omitempty"`
+	// LagEntries is how many committed entries this node has yet to
+	// apply (the highest commit index a leader has sent it, less its
+	// applied index).
+	LagEntries uint64 `json:"lag_entries"`
+	// Storage is the state of this node's data directory.
+	Storage NodeStorage `json:"storage"`
+}
+
+// NodeStorage is the state of one node's data directory: whether its latest
+// write to the Raft log succeeded and, while writes fail, how (ErrorKind is
+// no_space, read_only, io or other) and for how long; and the sizes. A size
+// is -1 where it cannot be read.
+type NodeStorage struct {
+	Healthy       bool   `json:"healthy"`
+	ErrorKind     string `json:"error_kind,omitempty"`
+	Error         string `json:"error,omitempty"`
+	FailingForMs  int64  `json:"failing_for_ms,omitempty"`
+	FreeBytes     int64  `json:"free_bytes"`
+	LogBytes      int64  `json:"log_bytes"`
+	SnapshotBytes int64  `json:"snapshot_bytes"`
 }
 
 // NamespaceRequest is the optional body of PUT /v1/namespaces/{name}: a

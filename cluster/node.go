@@ -770,6 +770,8 @@ func (n *Node) Status() (domain.ClusterStatus, error) {
 		AppliedIndex: n.raft.AppliedIndex(),
 		RaftTLS:      n.cfg.TLS != nil,
 		Members:      []domain.Member{},
+		LagEntries:   n.Lag(),
+		Storage:      n.storageStatus(),
 	}
 	for _, s := range cf.Configuration().Servers {
 		m := domain.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}

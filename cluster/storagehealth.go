@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/metrics"
 )
 
@@ -145,6 +146,16 @@ type StorageFailure struct {
 func (n *Node) StorageFailure() (StorageFailure, bool) {
 	err, kind, since := n.health.problem()
 	return StorageFailure{Err: err, Kind: kind, Since: since}, err != nil
+}
+
+// storageStatus is the data directory's state for the cluster view.
+func (n *Node) storageStatus() domain.Storage {
+	logBytes, snapBytes, free := n.dataDirUsage()
+	st := domain.Storage{Healthy: true, FreeBytes: free, LogBytes: logBytes, SnapshotBytes: snapBytes}
+	if f, failing := n.StorageFailure(); failing {
+		st.Healthy, st.ErrorKind, st.Error, st.FailingFor = false, f.Kind, f.Err.Error(), time.Since(f.Since)
+	}
+	return st
 }
 
 // dataDirUsage is what the data directory holds and has left, for metrics:

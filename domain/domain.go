@@ -13,6 +13,8 @@
 // library.
 package domain
 
+import "time"
+
 // Sequence is a named sequence as the replicated state knows it.
 type Sequence struct {
 	Name  string
@@ -167,4 +169,20 @@ type ClusterStatus struct {
 	// mutually authenticated.
 	RaftTLS bool
 	Members []Member
+	// NotReady is why this node's /readyz fails ("" when it is ready).
+	NotReady string
+	// LagEntries is how many committed entries this node has yet to
+	// apply.
+	LagEntries uint64
+	Storage    Storage
+}
+
+// Storage is the state of a node's data directory: whether its latest write
+// to the Raft log succeeded and, while writes fail, how and since how long;
+// and the sizes (-1 where unknown).
+type Storage struct {
+	Healthy                            bool
+	ErrorKind, Error                   string
+	FailingFor                         time.Duration
+	FreeBytes, LogBytes, SnapshotBytes int64
 }

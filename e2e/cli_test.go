@@ -52,10 +52,29 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 			Sequences  []json.RawMessage `json:"sequences"`
 			Namespaces []json.RawMessage `json:"namespaces"`
 		} `json:"capacity"`
+		Nodes []struct {
+			ID         string          `json:"id"`
+			API        string          `json:"api"`
+			State      string          `json:"state"`
+			Ready      bool            `json:"ready"`
+			NotReady   string          `json:"not_ready"`
+			LagEntries *uint64         `json:"lag_entries"`
+			Storage    api.NodeStorage `json:"storage"`
+			Error      string          `json:"error"`
+		} `json:"nodes"`
 	}
 	cliJSON(t, nil, &st, "status", addrFlag)
-	if st.Node == "" || st.Leader == "" || len(st.Members) != 2 || st.Capacity.Sequences == nil {
-		t.Fatalf("ticketd status: %+v, want a node, a leader and 2 members", st)
+	if st.Node == "" || st.Leader == "" || len(st.Members) != 2 || st.Capacity.Sequences == nil || !st.Ready || !st.Storage.Healthy || st.Storage.LogBytes <= 0 {
+		t.Fatalf("ticketd status: %+v, want a ready node with healthy storage, a leader and 2 members", st)
+	}
+	// Every member as it sees itself (issue #19): ready, lag, storage.
+	if len(st.Nodes) != 2 {
+		t.Fatalf("ticketd status: nodes %+v, want n1 and n2", st.Nodes)
+	}
+	for _, v := range st.Nodes {
+		if v.Error != "" || !v.Ready || v.LagEntries == nil || !v.Storage.Healthy || v.Storage.FreeBytes <= 0 || v.Storage.LogBytes <= 0 {
+			t.Fatalf("ticketd status: node %+v, want it ready, with its lag and healthy storage", v)
+		}
 	}
 	var seq api.Sequence
 	cliJSON(t, env, &seq, "create", "SEQ")

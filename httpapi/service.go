@@ -485,6 +485,17 @@ func (s *Service) clusterStatus(c echo.Context) error {
 	for _, m := range st.Members {
 		out.Members = append(out.Members, api.Member(m))
 	}
+	select {
+	case <-s.draining:
+		st.NotReady = "node is shutting down"
+	default:
+	}
+	out.Ready, out.NotReady, out.LagEntries = st.NotReady == "", st.NotReady, st.LagEntries
+	out.Storage = api.NodeStorage{
+		Healthy: st.Storage.Healthy, ErrorKind: st.Storage.ErrorKind, Error: st.Storage.Error,
+		FailingForMs: st.Storage.FailingFor.Milliseconds(),
+		FreeBytes:    st.Storage.FreeBytes, LogBytes: st.Storage.LogBytes, SnapshotBytes: st.Storage.SnapshotBytes,
+	}
 	return c.JSON(http.StatusOK, out)
 }
 

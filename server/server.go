@@ -395,7 +395,13 @@ func (st store) Sequences(ctx context.Context) ([]domain.Sequence, error) {
 
 func (st store) Status() (domain.ClusterStatus, error) {
 	status, err := st.s.node.Status()
-	return status, kindOf(err)
+	if err != nil {
+		return status, kindOf(err)
+	}
+	if rerr := st.Ready(); rerr != nil {
+		status.NotReady = rerr.Error()
+	}
+	return status, nil
 }
 
 func (st store) Join(ctx context.Context, m domain.Member) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
@@ -128,6 +129,15 @@ func TestStorage_FollowerCannotAppend_NotReadyUntilItCatchesUp(t *testing.T) {
 	})
 	if healthy := scrapeGauge(t, kit, tc.URL(full), "ticketd_storage_healthy"); healthy != 0 {
 		t.Errorf("ticketd_storage_healthy = %v on the full node", healthy)
+	}
+	// The cluster view of the full node says the same, and why.
+	var st api.ClusterStatus
+	if code, err := kit.Do(http.MethodGet, tc.URL(full)+"/v1/cluster", nil, &st); err != nil || code != http.StatusOK {
+		t.Fatalf("/v1/cluster of n3: %d %v", code, err)
+	}
+	if st.Ready || !strings.Contains(st.NotReady, "cannot write") || st.Storage.Healthy || st.Storage.ErrorKind != "no_space" ||
+		!strings.Contains(st.Storage.Error, "no space left") || st.Storage.FailingForMs < 0 || st.LagEntries < 150 {
+		t.Errorf("/v1/cluster of the full n3: ready %v (%q), lag %d, storage %+v", st.Ready, st.NotReady, st.LagEntries, st.Storage)
 	}
 
 	if err := os.Remove(filler); err != nil {
