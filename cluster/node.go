@@ -205,7 +205,7 @@ func (n *Node) openStorage() error {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
 	n.snaps = snaps
-	return nil
+	return checkSnapshots(n.cfg.DataDir, snaps)
 }
 
 // openNetwork opens the Raft port: the listener (TLS if configured), the

@@ -163,3 +163,63 @@ func TestOpen_FullOrReadOnlyDataDir_Refuses(t *testing.T) {
 		t.Log(err)
 	})
 }
+
+// snapshottedDataDir is writtenDataDir with a snapshot taken before the
+// shutdown; it returns the data directory and the snapshot's directory.
+func snapshottedDataDir(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	n := openUnstarted(t, dir)
+	if err := n.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	applyEventually(t, []*Node{n}, fsm.EncodeSetMember(fsm.SetMember{ID: "x", RaftAddr: "127.0.0.1:1"}), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := filepath.Glob(filepath.Join(dir, "snapshots", "*"))
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots: %v %v", snaps, err)
+	}
+	return dir, snaps[0]
+}
+
+// A snapshot whose state fails its checksum, or whose metadata cannot be
+// read, makes Open refuse: hashicorp/raft would pass over it (restoring an
+// older state, or none) and go on.
+func TestOpen_DamagedSnapshot_Refuses(t *testing.T) {
+	for name, file := range map[string]string{"state": "state.bin", "metadata": "meta.json"} {
+		t.Run(name, func(t *testing.T) {
+			dir, snap := snapshottedDataDir(t)
+			path := filepath.Join(snap, file)
+			data, err := os.ReadFile(path)
+			if err != nil || len(data) < 2 {
+				t.Fatalf("read %s: %d bytes, %v", path, len(data), err)
+			}
+			if file == "meta.json" {
+				data = data[:len(data)/2] // a torn write
+			} else {
+				data[len(data)/2] ^= 0xff // a flipped bit on disk
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			n, err := openOnly(t, dir)
+			if err == nil {
+				_ = n.Shutdown(context.Background(), false)
+				t.Fatal("Open accepted a damaged snapshot")
+			}
+			for _, want := range []string{snap, "damaged", "new --id"} {
+				if !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not say %q: %v", want, err)
+				}
+			}
+			t.Log(err)
+		})
+	}
+}
