@@ -41,7 +41,7 @@ func newRaftCollector(n *Node) *raftCollector {
 		voters:            d("voters", "Voters in the latest configuration."),
 		raftTLS:           d("tls", "1 if this node's Raft port speaks mutual TLS, 0 if Raft traffic is plaintext."),
 		lag:               d("lag_entries", "Committed entries this node has yet to apply: the highest commit index a leader has sent it less its applied index (0 on the leader once applied)."),
-		storageHealthy:    prometheus.NewDesc("ticketd_storage_healthy", "1 if this node's latest write to its Raft log or stable store succeeded, 0 while they fail (the node is not ready then).", nil, nil),
+		storageHealthy:    prometheus.NewDesc("ticketd_storage_healthy", "0 while writes to this node's Raft log or stable store fail (a run of failures ends 5 s after the last one, with a success since); 1 otherwise.", nil, nil),
 		storageFree:       prometheus.NewDesc("ticketd_storage_free_bytes", "Bytes free to ticketd on the data directory's filesystem.", nil, nil),
 		storageLog:        prometheus.NewDesc("ticketd_storage_log_bytes", "Size of the Raft log file (raft.db).", nil, nil),
 		storageSnapshots:  prometheus.NewDesc("ticketd_storage_snapshot_bytes", "Total size of the Raft snapshots kept in the data directory.", nil, nil),

@@ -22,16 +22,38 @@ import (
 // can tell the truth: a node whose last write failed is not ready until a
 // write succeeds again.
 
-// storageHealth is the outcome of the latest write to the node's storage.
-type storageHealth struct {
-	m *metrics.Metrics
+// storageQuiet is how long writes must go without a failure before a node
+// that saw one counts as healthy again. On a full disk some writes still
+// succeed (bolt reuses pages freed by log compaction), so readiness that
+// followed each write flapped between 503 and 200 several times a second
+// (the fault suite's disk-full-leader nemesis showed it); a load balancer
+// should see one clean transition each way.
+const storageQuiet = 5 * time.Second
 
-	mu      sync.Mutex
-	failing error     // the latest write's error; nil once one succeeds
-	since   time.Time // when the current run of failures began
-	kind    string
+// storageHealth is the outcome of the writes to the node's storage: a run
+// of failures begins with a failed write and ends once a write has
+// succeeded and none has failed for storageQuiet.
+type storageHealth struct {
+	m   *metrics.Metrics
+	now func() time.Time // time.Now; tests step it
+
+	mu       sync.Mutex
+	inRun    bool      // a run of failures has not ended
+	lastErr  error     // the latest failed write's error, within the run
+	kind     string    // its kind
+	since    time.Time // the run's first failure
+	lastFail time.Time // its latest failure
+	lastOK   time.Time // the latest successful write
+
 	onFail  func(err error, kind string) // the first failure of a run
-	onClear func(down time.Duration)     // the first success after a run
+	onClear func(down time.Duration)     // the end of a run
+}
+
+func (h *storageHealth) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
 }
 
 // observe records one write transaction on op ("append", "delete",
@@ -42,37 +64,58 @@ func (h *storageHealth) observe(op string, d time.Duration, err error) {
 		kind = storageErrorKind(err)
 	}
 	h.m.ObserveStorageWrite(op, d, kind)
+	now := h.clock()
 	h.mu.Lock()
 	var fail func(error, string)
-	var clear func(time.Duration)
-	var down time.Duration
-	switch {
-	case err != nil:
-		if h.failing == nil {
-			h.since = time.Now()
+	if err != nil {
+		if !h.inRun {
+			h.inRun, h.since = true, now
 			fail = h.onFail
 		}
-		h.failing, h.kind = fmt.Errorf("%s: %w", op, err), kind
-	case h.failing != nil:
-		down = time.Since(h.since)
-		h.failing, h.kind = nil, ""
-		clear = h.onClear
+		h.lastErr, h.kind, h.lastFail = fmt.Errorf("%s: %w", op, err), kind, now
+	} else {
+		h.lastOK = now
 	}
+	clear := h.endRunLocked(now)
 	h.mu.Unlock()
 	if fail != nil {
 		fail(err, kind)
 	}
 	if clear != nil {
-		clear(down)
+		clear()
 	}
 }
 
-// problem is the latest write's error and kind and when its run began, or
-// a nil error if the latest write succeeded.
+// endRunLocked ends the run of failures if a write has succeeded since the
+// last failure and storageQuiet has passed since it; it returns what to
+// call, outside the lock, if it did. It is checked on every write and every
+// read, so that an idle node recovers too.
+func (h *storageHealth) endRunLocked(now time.Time) func() {
+	if !h.inRun || !h.lastOK.After(h.lastFail) || now.Sub(h.lastFail) < storageQuiet {
+		return nil
+	}
+	h.inRun = false
+	down := h.lastOK.Sub(h.since)
+	if h.onClear == nil {
+		return nil
+	}
+	return func() { h.onClear(down) }
+}
+
+// problem is the run of failures in progress: the latest failed write's
+// error and kind and when the run began; a nil error if there is none.
 func (h *storageHealth) problem() (err error, kind string, since time.Time) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.failing, h.kind, h.since
+	clear := h.endRunLocked(h.clock())
+	inRun, err, kind, since := h.inRun, h.lastErr, h.kind, h.since
+	h.mu.Unlock()
+	if clear != nil {
+		clear()
+	}
+	if !inRun {
+		return nil, "", time.Time{}
+	}
+	return err, kind, since
 }
 
 // storageErrorKind sorts a storage error for metrics and operators.
