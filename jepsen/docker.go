@@ -396,6 +396,8 @@ func (b *dockerBackend) netns(n *Node) (string, error) {
 	return fmt.Sprintf("/proc/%d/ns/net", n.ctr.pid), nil
 }
 
+func (b *dockerBackend) storage() (*disks, error) { return nil, errNoStorageFaults }
+
 func (b *dockerBackend) nodeIP(n *Node) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

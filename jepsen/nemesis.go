@@ -30,6 +30,9 @@ type nemesisKind struct {
 	// net: it needs network faults (per-node namespaces: process mode as
 	// root, or Docker); skipped without them.
 	net bool
+	// storage: it breaks a node's data filesystem (a filesystem per node:
+	// process mode as root); skipped without one.
+	storage bool
 	// minNodes is the smallest cluster it makes sense on (0: any), and
 	// fewNodes why; skipped on fewer.
 	minNodes int
@@ -83,6 +86,13 @@ var nemesisKinds = []nemesisKind{
 	{name: "leader-bounce", net: true, inject: (*nemesis).leaderBounce},
 	// step wall clocks forward or back, seconds to hours (faults build)
 	{name: "clock", clockControl: true, inject: (*nemesis).clockFault},
+	// fill the leader's data filesystem (ENOSPC), hold under load, free it
+	{name: "disk-full-leader", group: "storage", storage: true, inject: (*nemesis).diskFullLeader},
+	// the same on a follower
+	{name: "disk-full-follower", group: "storage", storage: true, inject: (*nemesis).diskFullFollower},
+	// a node's data filesystem goes read-only (EROFS) as after an I/O
+	// error; heal: stop it, fsck, remount, restart it on its data
+	{name: "disk-readonly", group: "storage", storage: true, inject: (*nemesis).diskReadonly},
 }
 
 // kindNames are the names of nemesisKinds, in its order.
@@ -198,6 +208,7 @@ func newNemesis(cfg *config, c *Cluster, nf *netFaults, rec *recorder, seed uint
 func (m *nemesis) applicable() []string {
 	var out []string
 	netOK := m.nf.available(m.c.Members()[0])
+	_, noDisks := m.c.b.storage()
 	for _, name := range m.cfg.Nemeses {
 		k, ok := lookupKind(name)
 		switch {
@@ -205,6 +216,8 @@ func (m *nemesis) applicable() []string {
 			out = append(out, name)
 		case k.net && !netOK:
 			m.skipped[name] = "no network faults in this mode (loopback: run as root for per-node namespaces)"
+		case k.storage && noDisks != nil:
+			m.skipped[name] = noDisks.Error()
 		case m.cfg.Nodes < k.minNodes:
 			m.skipped[name] = k.fewNodes
 		default:
@@ -277,6 +290,9 @@ func (m *nemesis) run(ctx context.Context, kind string) {
 	}
 	m.log("nemesis %s on %v: healed after %.1fs, recovered after %.1fs more %s", kind, ev.Targets,
 		float64(ev.Healed-ev.Start)/1e9, float64(max(ev.Recovered-ev.Healed, 0))/1e9, ev.Desc)
+	for _, line := range readinessTimeline(ev) {
+		m.log("  readiness %s", line)
+	}
 	m.rec.nemesis(ev)
 }
 

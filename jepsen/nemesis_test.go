@@ -16,8 +16,8 @@ import (
 func TestNemesisKinds_TableIsCompleteAndConsistent(t *testing.T) {
 	groupNames, groups := kindGroups()
 	// The groups --nemesis and the README document.
-	if !slices.Equal(groupNames, []string{"kill", "partition", "link", "membership"}) {
-		t.Errorf("groups %v, want kill, partition, link, membership", groupNames)
+	if !slices.Equal(groupNames, []string{"kill", "partition", "link", "membership", "storage"}) {
+		t.Errorf("groups %v, want kill, partition, link, membership, storage", groupNames)
 	}
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -83,7 +83,7 @@ func TestParseKinds_UnknownNameIsNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
 			t.Errorf("%q: error %v does not name %q", arg, err, bad)
 		}
-		if err != nil && !strings.Contains(err.Error(), "groups: kill, partition, link, membership;") {
+		if err != nil && !strings.Contains(err.Error(), "groups: kill, partition, link, membership, storage;") {
 			t.Errorf("%q: error %v does not list the groups", arg, err)
 		}
 	}
@@ -98,6 +98,13 @@ func TestParseKinds_UnknownNameIsNamed(t *testing.T) {
 type netnsBackend struct {
 	backend
 	ok bool
+}
+
+func (b netnsBackend) storage() (*disks, error) {
+	if b.ok {
+		return &disks{}, nil
+	}
+	return nil, errNoStorageFaults
 }
 
 func (b netnsBackend) netns(*Node) (string, error) {
@@ -124,6 +131,10 @@ func TestNemesis_Applicable_SkipsWhatTheTableSaysCannotRun(t *testing.T) {
 			case k.net && !c.net:
 				if why != "no network faults in this mode (loopback: run as root for per-node namespaces)" {
 					t.Errorf("%s, %d nodes, no network faults: skipped %v %q", k.name, c.nodes, skipped, why)
+				}
+			case k.storage && !c.net:
+				if why != errNoStorageFaults.Error() {
+					t.Errorf("%s, %d nodes, no filesystem per node: skipped %v %q", k.name, c.nodes, skipped, why)
 				}
 			case c.nodes < k.minNodes:
 				if why != k.fewNodes {

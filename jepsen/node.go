@@ -78,6 +78,9 @@ type backend interface {
 	// iface is the name of a node's network interface toward its peers.
 	iface() string
 	dial(ctx context.Context, network, addr string) (net.Conn, error)
+	// storage is the nodes' own filesystems, for the storage nemeses;
+	// errNoStorageFaults (or why they failed) when there are none.
+	storage() (*disks, error)
 	// collectLogs copies every node's logs into dir.
 	collectLogs(dir string, nodes []*Node)
 	teardown()

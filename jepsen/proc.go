@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -23,11 +24,15 @@ import (
 // reaping a process is internal/proc's, shared with the e2e tests; what is
 // jepsen's own here is the namespaces, addresses and certificates.
 type procBackend struct {
-	cfg       *config
-	bin       string
-	dir       string // run folder
-	fab       *fabric
-	lock      *os.File
+	cfg  *config
+	bin  string
+	dir  string // run folder
+	fab  *fabric
+	lock *os.File
+	// disks: every identity's data dir on a filesystem of its own (root);
+	// noDisks says why not.
+	disks     *disks
+	noDisks   error
 	loopPorts [][2]int // loopback mode: each slot's HTTP and Raft ports
 }
 
@@ -68,6 +73,16 @@ func newProcBackend(cfg *config) (*procBackend, error) {
 		}
 	}
 	cfg.Net = mode
+	b.noDisks = errNoStorageFaults
+	if os.Geteuid() == 0 {
+		d, err := newDisks(b.dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jepsen: WARNING: no filesystem per node (%v): storage nemeses are skipped\n", err)
+			b.noDisks = fmt.Errorf("no storage faults: %w", err)
+		} else {
+			b.disks, b.noDisks = d, nil
+		}
+	}
 	return b, nil
 }
 
@@ -116,6 +131,13 @@ func (b *procBackend) newNode(slot int, id string, boot bootMode) (*Node, error)
 	}
 	if err := b.ensureCert(n); err != nil {
 		return nil, err
+	}
+	if b.disks != nil {
+		// Before its first start: a fresh identity (boot, join, a wiped
+		// node back under a new ID) gets a fresh filesystem.
+		if err := b.disks.create(id, n.proc.dataDir); err != nil {
+			return nil, fmt.Errorf("filesystem for %s: %w", id, err)
+		}
 	}
 	return n, nil
 }
@@ -253,8 +275,14 @@ func (b *procBackend) wipe(n *Node) error {
 	n.mu.Lock()
 	n.wiped = true
 	n.mu.Unlock()
-	return os.RemoveAll(n.proc.dataDir)
+	var err error
+	if b.disks != nil {
+		err = b.disks.remove(n.ID)
+	}
+	return errors.Join(err, os.RemoveAll(n.proc.dataDir))
 }
+
+func (b *procBackend) storage() (*disks, error) { return b.disks, b.noDisks }
 
 func (b *procBackend) netns(n *Node) (string, error) {
 	if b.fab == nil {
@@ -285,6 +313,14 @@ func (b *procBackend) collectLogs(dir string, nodes []*Node) {}
 func (b *procBackend) teardown() {
 	if b.fab != nil {
 		b.fab.teardown()
+	}
+	if b.disks != nil {
+		if err := b.disks.teardown(); err != nil {
+			fmt.Fprintf(os.Stderr, "jepsen: WARNING: %v\n", err)
+		} else if !b.cfg.KeepData {
+			// --keep-data keeps the images (disks/ID.img: ext4, mount -o loop).
+			_ = os.RemoveAll(b.disks.dir)
+		}
 	}
 	if !b.cfg.KeepData {
 		_ = os.RemoveAll(filepath.Join(b.dir, "data"))

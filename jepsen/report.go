@@ -211,7 +211,23 @@ svg text{font:11px system-ui,sans-serif}
 		fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%.1f</td><td>%.1f</td><td>%s</td><td class="l">%s</td><td class="l">%s</td></tr>`,
 			e(n.Kind), float64(n.Start)/1e9, float64(n.Healed)/1e9, rec, e(strings.Join(n.Targets, " ")), e(what))
 	}
-	b.WriteString(`</table><h2>Files</h2><p><a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="run.log">run.log</a> · <a href="logs/">node logs</a></p></body></html>`)
+	b.WriteString(`</table>`)
+	var ready strings.Builder
+	for _, n := range h.Nemeses {
+		if len(n.Readiness) == 0 {
+			continue
+		}
+		fmt.Fprintf(&ready, "%s on %s, at %.1f s (healed +%.1f s):\n", n.Kind, strings.Join(n.Targets, " "), float64(n.Start)/1e9, float64(n.Healed-n.Start)/1e9)
+		for _, line := range readinessTimeline(n) {
+			ready.WriteString("  " + line + "\n")
+		}
+	}
+	if ready.Len() > 0 {
+		b.WriteString(`<h2>Readiness during storage faults</h2><p>Every node's <code>/readyz</code>, polled every 200 ms from the injection until every node was ready again after the heal (and 2 s more); times from the injection. 0: no answer.</p><pre>`)
+		b.WriteString(e(ready.String()))
+		b.WriteString(`</pre>`)
+	}
+	b.WriteString(`<h2>Files</h2><p><a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="run.log">run.log</a> · <a href="logs/">node logs</a></p></body></html>`)
 	return b.String()
 }
 
@@ -410,4 +426,59 @@ func throughputChart(h *checker.History) string {
 	legend(&b)
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// readinessTimeline is one line per node of a storage fault's readiness:
+// when it went other than 200 (with the first words of the reason) and
+// when it answered 200 again, from the injection, and how long after the
+// heal.
+func readinessTimeline(n checker.Nemesis) []string {
+	var order []string
+	by := map[string][]checker.ReadyChange{}
+	for _, c := range n.Readiness {
+		if _, ok := by[c.Node]; !ok {
+			order = append(order, c.Node)
+		}
+		by[c.Node] = append(by[c.Node], c)
+	}
+	rel := func(t int64) string { return fmt.Sprintf("+%.1fs", float64(t-n.Start)/1e9) }
+	var out []string
+	for _, id := range order {
+		cs := by[id]
+		var parts []string
+		for i, c := range cs {
+			if i == 0 && c.Code == 200 {
+				continue
+			}
+			switch {
+			case c.Code == 200:
+				parts = append(parts, fmt.Sprintf("200 at %s (heal %+.1fs)", rel(c.At), float64(c.At-n.Healed)/1e9))
+			default:
+				parts = append(parts, fmt.Sprintf("%d at %s %q", c.Code, rel(c.At), firstWords(c.Detail, 90)))
+			}
+		}
+		line := id + ": "
+		switch {
+		case len(parts) == 0:
+			line += "ready throughout"
+		default:
+			line += strings.Join(parts, " -> ")
+			if last := cs[len(cs)-1]; last.Code != 200 {
+				line += " -> NOT READY AGAIN by the end of the watch"
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// firstWords cuts s to about max bytes at a word boundary.
+func firstWords(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if i := strings.LastIndexByte(s[:max], ' '); i > max/2 {
+		return s[:i] + " …"
+	}
+	return s[:max] + "…"
 }

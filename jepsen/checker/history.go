@@ -157,6 +157,18 @@ type Nemesis struct {
 	Targets   []string `json:"targets,omitempty"`
 	Desc      string   `json:"desc,omitempty"`
 	Err       string   `json:"error,omitempty"`
+	// Readiness is every node's /readyz as it changed during a storage
+	// fault, from the injection until some seconds after the heal.
+	Readiness []ReadyChange `json:"readiness,omitempty"`
+}
+
+// ReadyChange is a node's /readyz answer changing: its status (0: no
+// answer) and, for an error, the problem's detail.
+type ReadyChange struct {
+	Node   string `json:"node"`
+	At     int64  `json:"at_ns"`
+	Code   int    `json:"code"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // End is when the fault's effect is over: recovery, or the heal if the
