@@ -387,11 +387,11 @@ profile_ticketd() {
 	BG_PID=$!
 	sleep 1.5
 	scrape_metrics "$LEADER_ADDR" "$m-before.txt"
-	if PPROF_TMPDIR=$WORK timeout --foreground -k 5 60 go tool pprof -proto -output "$OUT/ticketd-cpu-c$conc.pprof" \
+	if PPROF_TMPDIR=$WORK timeout --foreground -k 5 60 "$BIN/pprof" -proto -output "$OUT/ticketd-cpu-c$conc.pprof" \
 		"http://$LEADER_ADDR/debug/pprof/profile?seconds=5" >"$OUT/logs/pprof-c$conc.log" 2>&1; then
 		scrape_metrics "$LEADER_ADDR" "$m-after.txt"
-		go tool pprof -top -nodecount=35 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-c$conc.txt" 2>&1 || true
-		go tool pprof -top -cum -nodecount=60 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-cum-c$conc.txt" 2>&1 || true
+		"$BIN/pprof" -top -nodecount=35 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-c$conc.txt" 2>&1 || true
+		"$BIN/pprof" -top -cum -nodecount=60 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-cum-c$conc.txt" 2>&1 || true
 		metrics_delta "$m-before.txt" "$m-after.txt" >"$OUT/profile-metrics-c$conc.txt" 2>&1 || true
 	else
 		fail "pprof fetch (see $OUT/logs/pprof-c$conc.log)"
@@ -631,6 +631,12 @@ run_peer() {
 
 log "building into $BIN"
 (cd "$ROOT" && go build -o "$BIN/ticketd" ./cmd/ticketd && go build -o "$BIN/ticketd-bench" ./cmd/ticketd-bench)
+# pprof is built here, not run as `go tool pprof`: that builds it on first use,
+# which took longer than the load it was meant to profile (the profile then
+# caught an idle leader).
+if [[ $BENCH_PROFILE == 1 ]]; then
+	go build -o "$BIN/pprof" cmd/pprof
+fi
 
 ports=(18080 18081 18082 18083 18091 18092 18093)
 [[ $BENCH_SCALING == 1 ]] && ports+=(18084 18085 18094 18095)
