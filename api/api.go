@@ -13,6 +13,12 @@ import (
 	"math"
 )
 
+// LeaderHeader is set on every answer a node forwarded to the leader: the
+// leader's API address (host:port) as the cluster records it. A client that
+// has that address among its endpoints can go there directly and save the
+// hop; one that has not ignores it.
+const LeaderHeader = "X-Ticketd-Leader"
+
 const (
 	// MaxSequenceNameLen is the longest sequence name accepted.
 	MaxSequenceNameLen = 64

@@ -12,8 +12,10 @@
 // # Endpoints, retries and errors
 //
 // Give New the base URLs of several nodes. Any of them may be down or a
-// follower (a follower forwards to the leader). A call goes first to the
-// endpoint that answered last, then to the others; when a whole round over
+// follower (a follower forwards to the leader, and names it in its answer).
+// A call goes first to the endpoint that answered last, or to the leader a
+// forwarding node named when that leader is one of the endpoints (so a
+// client saves the hop from then on), then to the others; when a whole round over
 // the endpoints fails it waits (exponential backoff with full jitter, at
 // least as long as a Retry-After header asks) and goes round again, until it
 // succeeds or its context ends. Only transport failures, timeouts, 429 and
@@ -209,6 +211,7 @@ func WithLogger(l *slog.Logger) Option {
 
 type endpoint struct {
 	base string // "http://host:port", no trailing slash
+	host string // "host:port" of base, as a node names the leader
 }
 
 // Client talks to a ticketd cluster. It is safe for concurrent use; make
@@ -279,7 +282,7 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 		}
 		if !seen[base] {
 			seen[base] = true
-			c.endpoints = append(c.endpoints, endpoint{base: base})
+			c.endpoints = append(c.endpoints, endpoint{base: base, host: base[strings.Index(base, "://")+3:]})
 		}
 	}
 	if cfg.token != "" {
@@ -589,12 +592,12 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 			idx := (start + i) % len(c.endpoints)
 			status, ra, err := c.attempt(ctx, c.endpoints[idx], method, path, body, out)
 			if err == nil {
-				c.preferred.Store(int64(idx))
+				c.preferred.Store(int64(c.leaderOr(idx, ra)))
 				return status, nil
 			}
 			var apiErr *APIError
 			if errors.As(err, &apiErr) && !apiErr.retryable() {
-				c.preferred.Store(int64(idx))
+				c.preferred.Store(int64(c.leaderOr(idx, ra)))
 				return status, err
 			}
 			var fatal *fatalError
@@ -605,7 +608,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 				break // this failure is the context's doing
 			}
 			last = err
-			retryAfter = max(retryAfter, ra)
+			retryAfter = max(retryAfter, ra.retryAfter)
 			if onFailure != nil {
 				onFailure(err)
 			}
@@ -632,6 +635,29 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	}
 }
 
+// leaderOr is the endpoint to prefer after endpoint idx answered: the leader
+// the answer named (api.LeaderHeader, set when idx forwarded the call) if it
+// is one of the endpoints, so the next call saves the hop; else idx. A name
+// that is none of the endpoints is ignored: the client never sends to an
+// address it was not given.
+func (c *Client) leaderOr(idx int, a answerMeta) int {
+	if a.leader == "" {
+		return idx
+	}
+	for i, ep := range c.endpoints {
+		if ep.host == a.leader {
+			return i
+		}
+	}
+	return idx
+}
+
+// answerMeta is what an attempt learned besides the answer itself.
+type answerMeta struct {
+	retryAfter time.Duration // what a Retry-After header asked for
+	leader     string        // the leader a forwarding node named
+}
+
 // ended is the error of a call whose context ended.
 func (c *Client) ended(ctx context.Context, last error) error {
 	if c.ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
@@ -647,10 +673,10 @@ type fatalError struct{ err error }
 func (e *fatalError) Error() string { return e.err.Error() }
 
 // attempt sends the request to one endpoint once. It returns the status,
-// the Retry-After the answer asked for, and an error: an *APIError for a
-// non-2xx answer, a *fatalError for one no retry can fix, anything else for
-// a transport failure.
-func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, body []byte, out any) (int, time.Duration, error) {
+// what the answer's headers said (Retry-After, the leader), and an error: an
+// *APIError for a non-2xx answer, a *fatalError for one no retry can fix,
+// anything else for a transport failure.
+func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, body []byte, out any) (int, answerMeta, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.attemptTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -659,7 +685,7 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, ep.base+path, rd)
 	if err != nil {
-		return 0, 0, &fatalError{fmt.Errorf("%w: %v", ErrInvalidArgument, err)}
+		return 0, answerMeta{}, &fatalError{fmt.Errorf("%w: %v", ErrInvalidArgument, err)}
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	if body != nil {
@@ -670,30 +696,32 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s %s%s: %w", method, ep.base, path, err)
+		return 0, answerMeta{}, fmt.Errorf("%s %s%s: %w", method, ep.base, path, err)
 	}
 	defer resp.Body.Close()
+	meta := answerMeta{leader: resp.Header.Get(api.LeaderHeader)}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return resp.StatusCode, 0, fmt.Errorf("%s %s%s: reading the answer: %w", method, ep.base, path, err)
+		return resp.StatusCode, answerMeta{}, fmt.Errorf("%s %s%s: reading the answer: %w", method, ep.base, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		e := &APIError{Endpoint: ep.base, StatusCode: resp.StatusCode, Problem: problemOf(resp.StatusCode, data)}
-		return resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), e
+		meta.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return resp.StatusCode, meta, e
 	}
 	if out != nil {
 		// Every answer with a body is a JSON object: an empty one (or
 		// null) would leave out as zero values, a bogus answer.
 		if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
-			return resp.StatusCode, 0, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with %d and no body, where a JSON object was expected",
+			return resp.StatusCode, meta, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with %d and no body, where a JSON object was expected",
 				ep.base, method, path, resp.StatusCode)}
 		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, 0, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with a body that is not the expected JSON: %v",
+			return resp.StatusCode, meta, &fatalError{fmt.Errorf("ticketd: %s answered %s %s with a body that is not the expected JSON: %v",
 				ep.base, method, path, err)}
 		}
 	}
-	return resp.StatusCode, 0, nil
+	return resp.StatusCode, meta, nil
 }
 
 // problemOf reads the problem details of a non-2xx answer. Every member of

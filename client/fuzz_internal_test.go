@@ -129,7 +129,8 @@ func FuzzAttemptAnswer(f *testing.F) {
 		ra := headerValue(retryAfter)
 		srv.set(st, headerValue(ctype), ra, body)
 		out := outs[int(outSel)%len(outs)]()
-		gotSt, gotRA, err := c.attempt(t.Context(), c.endpoints[0], http.MethodPost, "/v1/x", nil, out)
+		gotSt, meta, err := c.attempt(t.Context(), c.endpoints[0], http.MethodPost, "/v1/x", nil, out)
+		gotRA := meta.retryAfter
 		what := strconv.Itoa(st) + " " + strconv.Quote(string(body[:min(len(body), 200)]))
 		if gotSt != st {
 			t.Fatalf("answer %s: status %d", what, gotSt)

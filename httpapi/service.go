@@ -261,6 +261,8 @@ func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.metrics != nil {
 			s.metrics.ForwardedRequests.Inc()
 		}
+		// The proxy adds the leader's headers to these, never clears them.
+		c.Response().Header().Set(api.LeaderHeader, addr)
 		s.proxy(addr).ServeHTTP(c.Response(), c.Request())
 		return nil
 	}
@@ -280,7 +282,8 @@ func (s *Service) proxy(addr string) *httputil.ReverseProxy {
 			r.Out.Host = r.In.Host
 			r.Out.Header.Set(ForwardedHeader, self)
 		},
-		Transport: s.transport,
+		Transport:  s.transport,
+		BufferPool: copyBuffers,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeProblem(w, http.StatusServiceUnavailable, api.Problem{
 				Type: api.ProblemUnavailable, Title: "leader unreachable",
@@ -291,6 +294,15 @@ func (s *Service) proxy(addr string) *httputil.ReverseProxy {
 	s.proxies[addr] = p
 	return p
 }
+
+// copyBuffers lends the proxy its copy buffers: without a pool it makes a
+// 32 KiB one for every answer it relays.
+var copyBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
+func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
 func (s *Service) ctx(c echo.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Request().Context(), s.timeout)

@@ -707,8 +707,10 @@ if [[ $BENCH_TICKETD == 1 ]]; then
 		LOAD_PIDS=$(joined "${NODE_PID[@]}")
 		load ticketd ticketd 3 "$c" "http://$LEADER_ADDR"
 		# Round-robin over every node: two thirds of the workers hit followers,
-		# which forward to the leader.
-		load ticketd-any ticketd-any 3 "$c" "$ALL_URLS"
+		# which forward every request to the leader...
+		load ticketd-any ticketd-any 3 "$c" "$ALL_URLS" --follow-leader=false
+		# ...or, as the SDK does, move to the leader the follower names.
+		load ticketd-follow ticketd-follow 3 "$c" "$ALL_URLS" --follow-leader=true
 	done
 	if [[ $BENCH_SCALING == 1 ]]; then
 		wait_cluster

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -170,22 +171,39 @@ func (b *httpBackend) newReserver(_ context.Context, i int) (reserver, error) {
 		url:    b.cfg.Targets[i%len(b.cfg.Targets)] + rangesPath(b.cfg.Sequence),
 		body:   b.body,
 	}
+	if b.cfg.FollowLeader && len(b.cfg.Targets) > 1 {
+		r.targets = map[string]string{}
+		for _, t := range b.cfg.Targets {
+			if u, err := url.Parse(t); err == nil {
+				r.targets[u.Host] = t + rangesPath(b.cfg.Sequence)
+			}
+		}
+	}
 	r.buf.Grow(256)
 	return r, nil
 }
 
-func (b *httpBackend) note() string { return "" }
-func (b *httpBackend) close()       { b.tr.CloseIdleConnections() }
+func (b *httpBackend) note() string {
+	if b.cfg.FollowLeader && len(b.cfg.Targets) > 1 {
+		return "workers move to the leader a follower names in its answer"
+	}
+	return ""
+}
+func (b *httpBackend) close() { b.tr.CloseIdleConnections() }
 
 type httpReserver struct {
-	client *http.Client
-	url    string
-	body   []byte
-	buf    bytes.Buffer
+	client  *http.Client
+	url     string
+	body    []byte
+	buf     bytes.Buffer
+	targets map[string]string // host:port -> ranges URL; nil: never move
 }
 
 func (r *httpReserver) reserve(ctx context.Context) (idRange, int, error) {
-	status, err := postOnce(ctx, r.client, r.url, r.body, &r.buf)
+	status, leader, err := postOnce(ctx, r.client, r.url, r.body, &r.buf)
+	if u, ok := r.targets[leader]; ok && leader != "" {
+		r.url = u
+	}
 	if err != nil {
 		return idRange{}, 0, &opError{kind: classifyErr(err), backoff: true, err: err}
 	}

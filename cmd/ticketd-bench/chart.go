@@ -9,13 +9,14 @@ import (
 
 // systemColor gives every system the same color in every panel.
 var systemColor = map[string]string{
-	"ticketd":     "#1f77b4",
-	"ticketd-any": "#6baed6",
-	"echo":        "#7f7f7f",
-	"etcd":        "#d62728",
-	"redis":       "#ff7f0e",
-	"postgres":    "#2ca02c",
-	"mariadb":     "#9467bd",
+	"ticketd":        "#1f77b4",
+	"ticketd-any":    "#6baed6",
+	"ticketd-follow": "#9ecae1",
+	"echo":           "#7f7f7f",
+	"etcd":           "#d62728",
+	"redis":          "#ff7f0e",
+	"postgres":       "#2ca02c",
+	"mariadb":        "#9467bd",
 }
 
 func colorOf(sys string) string {

@@ -17,6 +17,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sony/sonyflake v1.2.0
 	github.com/ticketd/ticketd v0.0.0-00010101000000-000000000000
+	github.com/ticketd/ticketd/api v0.0.0-00010101000000-000000000000
 	github.com/ticketd/ticketd/client v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/api/v3 v3.5.35
 	go.etcd.io/etcd/client/v3 v3.5.35
@@ -52,7 +53,6 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/ticketd/ticketd/api v0.0.0-00010101000000-000000000000 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect

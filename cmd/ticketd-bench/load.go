@@ -16,6 +16,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ticketd/ticketd/api"
 )
 
 // loadConfig is everything one `load` run needs.
@@ -30,6 +32,10 @@ type loadConfig struct {
 	Label    string
 	// SetupTimeout bounds the retries of the initial PUT; 0 means 15s.
 	SetupTimeout time.Duration
+	// FollowLeader makes an http worker move to the leader a forwarding
+	// node names (api.LeaderHeader) when it is one of the targets, as the
+	// SDK does; off, every request to a follower is forwarded.
+	FollowLeader bool
 
 	// Kind selects the system driven: "http" (ticketd or the baseline,
 	// the default), or a peer: "etcd", "redis", "postgres", "mysql".
@@ -161,6 +167,7 @@ func runLoad(ctx context.Context, args []string) error {
 	group := fs.String("group", "", "group recorded in the JSON (for `report`): main, nodes, range, smoke")
 	nodes := fs.Int("nodes", 0, "cluster size recorded in the JSON")
 	po := addPeerFlags(fs)
+	follow := fs.Bool("follow-leader", true, "http: a worker moves to the leader a follower names in its answer (X-Ticketd-Leader) when it is a target, as the SDK does; false forwards every request sent to a follower")
 	pidList := fs.String("pids", "", "comma-separated pids of the server processes, for CPU accounting")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -189,8 +196,8 @@ func runLoad(ctx context.Context, args []string) error {
 	cfg := loadConfig{
 		Targets: targets, Sequence: *seq, Count: *count, Levels: levels,
 		Duration: *dur, Warmup: *warm, Timeout: *timeout, Label: *label,
-		SetupTimeout: *setupTimeout,
-		Kind:         *kind, System: *system, Group: *group, Nodes: *nodes, Peer: *po, PIDs: pids,
+		SetupTimeout: *setupTimeout, FollowLeader: *follow,
+		Kind: *kind, System: *system, Group: *group, Nodes: *nodes, Peer: *po, PIDs: pids,
 	}
 	if cfg.Label == "" {
 		cfg.Label = strings.Join(targets, ",")
@@ -423,24 +430,25 @@ func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, re
 }
 
 // postOnce sends one reservation and reads the whole body into buf (fully
-// draining it is what lets the transport reuse the connection).
-func postOnce(ctx context.Context, client *http.Client, url string, body []byte, buf *bytes.Buffer) (int, error) {
+// draining it is what lets the transport reuse the connection), and returns
+// the status and the leader a forwarding node named.
+func postOnce(ctx context.Context, client *http.Client, url string, body []byte, buf *bytes.Buffer) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	buf.Reset()
 	_, err = buf.ReadFrom(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header.Get(api.LeaderHeader), nil
 }
 
 func sleepUntil(ctx context.Context, t time.Time) {

@@ -131,15 +131,16 @@ func TestReportFromRuns(t *testing.T) {
 	if len(rep.Problems) != 0 {
 		t.Fatalf("problems %v", rep.Problems)
 	}
-	// ticketd and echo at c=16 for both counts: a ratio target each.
+	// ticketd and echo at c=16 for both counts: throughput, CPU per
+	// reservation and p99 ratios each.
 	n := 0
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.What, "bare Echo") {
 			n++
 		}
 	}
-	if n != 2 {
-		t.Fatalf("targets %+v, want one Echo ratio per count at c=16", rep.Targets)
+	if n != 6 {
+		t.Fatalf("targets %+v, want three Echo ratios per count at c=16", rep.Targets)
 	}
 	rows := mainRows(rep)
 	if len(rows) != 8 || !strings.Contains(rows[0][3], "(1.00×)") {
