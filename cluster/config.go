@@ -83,13 +83,6 @@ type Config struct {
 
 	// ProbeTimeout bounds one leadership-confirmation round.
 	ProbeTimeout time.Duration
-	// ProbeBatch and ProbeLinger batch leadership checks under load: a
-	// round that follows another starts once ProbeBatch callers wait for
-	// it, or ProbeLinger after the previous round ended, whichever comes
-	// first. A check with no round running starts one at once. Linger 0
-	// starts every round as soon as the previous one ends.
-	ProbeBatch  int
-	ProbeLinger time.Duration
 
 	// MaxRPCsInFlight is hashicorp/raft's pipelining setting: 1 sends one
 	// AppendEntries at a time to each follower; 2 or more pipelines them
@@ -140,8 +133,6 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
 		ProbeTimeout:       500 * time.Millisecond,
-		ProbeBatch:         8,
-		ProbeLinger:        200 * time.Microsecond,
 		MaxRPCsInFlight:    1,
 		RaftLogLevel:       slog.LevelWarn,
 	}
@@ -184,9 +175,6 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeTimeout <= 0 {
 		errs = append(errs, errors.New("probe timeout must be positive"))
-	}
-	if c.ProbeBatch < 1 || c.ProbeLinger < 0 || c.ProbeLinger >= c.ProbeTimeout {
-		errs = append(errs, fmt.Errorf("probe batching: want batch >= 1 (got %d) and 0 <= linger (%v) < probe timeout (%v)", c.ProbeBatch, c.ProbeLinger, c.ProbeTimeout))
 	}
 	if c.MaxRPCsInFlight < 1 {
 		errs = append(errs, errors.New("max RPCs in flight must be at least 1 (1 turns pipelining off)"))

@@ -267,7 +267,7 @@ func (n *Node) openNetwork() error {
 		term, err := n.probeRound()
 		cfg.Metrics.ObserveVerify(time.Since(start), err)
 		return term, err
-	}, cfg.ProbeBatch, cfg.ProbeLinger)
+	})
 	return nil
 }
 

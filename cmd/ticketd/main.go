@@ -213,8 +213,6 @@ func serve(args []string, stderr io.Writer) error {
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
 	maxInFlight := fs.Int("raft-max-rpcs-in-flight", def.Cluster.MaxRPCsInFlight, "AppendEntries RPCs in flight per follower: 1 turns pipelined replication off, 2 or more turns it on")
-	probeBatch := fs.Int("probe-batch", def.Cluster.ProbeBatch, "leadership checks under load: a round that follows another starts once this many requests wait for it...")
-	probeLinger := fs.Duration("probe-linger", def.Cluster.ProbeLinger, "...or this long after the previous round ended (0: at once); a request with no round running never waits")
 	maxReadyLag := fs.Uint64("max-ready-lag", def.MaxReadyLag, "committed entries a node may have yet to apply and still answer /readyz 200")
 	sec := addSecurityFlags(fs)
 	unsafeFaults := registerFaultFlag(fs)
@@ -252,7 +250,6 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.Cluster.SnapshotInterval = *snapInterval
 	cfg.Cluster.TrailingLogs = *trailing
 	cfg.Cluster.MaxRPCsInFlight = *maxInFlight
-	cfg.Cluster.ProbeBatch, cfg.Cluster.ProbeLinger = *probeBatch, *probeLinger
 	cfg.Cluster.RaftLogLevel = rl
 	cfg.HTTPAddr = *httpAddr
 	cfg.HTTPAdvertise = *httpAdv
