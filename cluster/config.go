@@ -83,6 +83,10 @@ type Config struct {
 
 	// ProbeTimeout bounds one leadership-confirmation round.
 	ProbeTimeout time.Duration
+	// ProbeHedge is how long a round waits for the voters it asked first
+	// before it asks the others (see Node.probeRound): what a silently
+	// partitioned voter costs the first round that meets it.
+	ProbeHedge time.Duration
 
 	// MaxRPCsInFlight is hashicorp/raft's pipelining setting: 1 sends one
 	// AppendEntries at a time to each follower; 2 or more pipelines them
@@ -133,6 +137,7 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
 		ProbeTimeout:       500 * time.Millisecond,
+		ProbeHedge:         25 * time.Millisecond,
 		MaxRPCsInFlight:    1,
 		RaftLogLevel:       slog.LevelWarn,
 	}
@@ -173,8 +178,8 @@ func (c Config) Validate() error {
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		errs = append(errs, errors.New("leader lease timeout must not exceed the heartbeat timeout"))
 	}
-	if c.ProbeTimeout <= 0 {
-		errs = append(errs, errors.New("probe timeout must be positive"))
+	if c.ProbeTimeout <= 0 || c.ProbeHedge <= 0 || c.ProbeHedge > c.ProbeTimeout {
+		errs = append(errs, fmt.Errorf("probe timing: want 0 < hedge (%v) <= timeout (%v)", c.ProbeHedge, c.ProbeTimeout))
 	}
 	if c.MaxRPCsInFlight < 1 {
 		errs = append(errs, errors.New("max RPCs in flight must be at least 1 (1 turns pipelining off)"))

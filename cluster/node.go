@@ -58,6 +58,7 @@ type Node struct {
 
 	probeServer *probeServer
 	probeClient *probeClient
+	probeOrder  probeOrder
 	verifier    *verifier
 
 	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
@@ -523,9 +524,17 @@ func (n *Node) VerifyLeader(ctx context.Context) (uint64, error) {
 	return n.verifier.verify(ctx)
 }
 
-// probeRound asks every voter for its term. A voter that answers with our
-// term has not voted in a later election; a majority of them (counting
-// ourselves) proves that no later leader existed when the round started.
+// probeRound asks voters for their term. A voter that answers with our term
+// has not voted in a later election; a majority of them (counting ourselves)
+// proves that no later leader existed when the round started.
+//
+// It asks only as many voters as a majority still needs, those that answered
+// before first (probeOrder): in a 3-node cluster one follower is enough, and
+// asking both cost the other a wake-up per round for an answer nobody waits
+// for. A voter that fails, answers from an older term, or is silent past the
+// hedge is replaced by the next one; the hedge (ProbeHedge) bounds what a
+// silently partitioned voter costs the round that first meets it, after
+// which it is asked last.
 func (n *Node) probeRound() (uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
@@ -553,32 +562,9 @@ func (n *Node) probeRound() (uint64, error) {
 	}
 	need := voters/2 + 1
 	if acks < need {
-		type answer struct {
-			term uint64
-			err  error
-		}
-		deadline := time.Now().Add(n.cfg.ProbeTimeout)
-		answers := make(chan answer, len(peers))
-		for _, addr := range peers {
-			go func() {
-				t, err := n.probeClient.probe(addr, deadline)
-				answers <- answer{t, err}
-			}()
-		}
-		for range peers {
-			a := <-answers
-			if a.err != nil {
-				continue
-			}
-			if a.term > term {
-				return 0, fmt.Errorf("%w: a voter is in term %d, we lead term %d", ErrNotLeader, a.term, term)
-			}
-			if a.term == term {
-				acks++
-				if acks >= need {
-					break
-				}
-			}
+		var err error
+		if acks, err = n.askVoters(peers, term, acks, need); err != nil {
+			return 0, err
 		}
 	}
 	if acks < need {
@@ -588,6 +574,57 @@ func (n *Node) probeRound() (uint64, error) {
 		return 0, ErrNotLeader
 	}
 	return term, nil
+}
+
+// askVoters probes peers until acks reaches need or no peer is left to ask,
+// and returns acks. A peer in a later term is an error.
+func (n *Node) askVoters(peers []string, term uint64, acks, need int) (int, error) {
+	type answer struct {
+		addr string
+		term uint64
+		err  error
+	}
+	n.probeOrder.sort(peers)
+	start := time.Now()
+	deadline := start.Add(n.cfg.ProbeTimeout)
+	hedge := start.Add(min(n.cfg.ProbeHedge, n.cfg.ProbeTimeout))
+	answers := make(chan answer, len(peers)) // late answers never block
+	asked, waiting := 0, 0
+	ask := func(by time.Time) {
+		addr := peers[asked]
+		asked++
+		waiting++
+		go func() {
+			t, err := n.probeClient.probe(addr, by)
+			answers <- answer{addr, t, err}
+		}()
+	}
+	// First the peers a majority needs, each given until the hedge.
+	for asked < len(peers) && acks+waiting < need {
+		ask(hedge)
+	}
+	for waiting > 0 {
+		a := <-answers
+		waiting--
+		switch {
+		case a.err != nil:
+			n.probeOrder.failed(a.addr)
+		case a.term > term:
+			return acks, fmt.Errorf("%w: a voter is in term %d, we lead term %d", ErrNotLeader, a.term, term)
+		case a.term == term:
+			acks++
+			if acks >= need {
+				return acks, nil
+			}
+		default: // a voter behind us: its answer proves nothing
+			n.probeOrder.failed(a.addr)
+		}
+		// This peer did not help: ask the next, with the whole round's time.
+		for asked < len(peers) && acks+waiting < need {
+			ask(deadline)
+		}
+	}
+	return acks, nil
 }
 
 // LeaderHTTPAddr returns the leader's ID and API address as the replicated

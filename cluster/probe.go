@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +21,8 @@ import (
 
 // probeServer answers probes with the node's current term.
 type probeServer struct {
-	term func() uint64
+	term     func() uint64
+	answered atomic.Uint64 // probes answered, for tests and the curious
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -58,6 +62,7 @@ func (s *probeServer) serve(c net.Conn) {
 		if _, err := c.Write(resp[:]); err != nil {
 			return
 		}
+		s.answered.Add(1)
 	}
 }
 
@@ -164,4 +169,37 @@ func (pc *probeClient) closeAll() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// probeOrder is the order in which a leadership round asks the voters: those
+// that failed a probe (an error, silence past the hedge, an older term) go
+// last, the longest-failed-ago first among them. Rounds do not overlap, but a
+// member check may probe at the same time, hence the mutex.
+type probeOrder struct {
+	mu       sync.Mutex
+	failures uint64            // failures seen so far
+	failedAt map[string]uint64 // the failure count when addr last failed
+}
+
+func (o *probeOrder) failed(addr string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failedAt == nil {
+		o.failedAt = map[string]uint64{}
+	}
+	o.failures++
+	o.failedAt[addr] = o.failures
+}
+
+// sort orders peers in place: never failed first (in their given order),
+// then by how long ago they failed.
+func (o *probeOrder) sort(peers []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.failedAt) == 0 {
+		return
+	}
+	slices.SortStableFunc(peers, func(a, b string) int {
+		return cmp.Compare(o.failedAt[a], o.failedAt[b])
+	})
 }
