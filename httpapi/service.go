@@ -313,28 +313,23 @@ func (s *Service) reserve(c echo.Context) error {
 	if err := api.ValidateSequenceName(name); err != nil {
 		return badRequest(err.Error())
 	}
-	var req struct {
-		Count *int64 `json:"count"`
-	}
-	if err := decodeBody(c, &req, false); err != nil {
+	count, err := reserveCount(c) // see reservebody.go
+	if err != nil {
 		return err
 	}
-	if req.Count == nil {
-		return badRequest(`field "count" is required`)
-	}
-	if err := api.ValidateCount(*req.Count); err != nil {
+	if err := api.ValidateCount(count); err != nil {
 		return badRequest(`field "count": ` + err.Error())
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	start := time.Now()
-	first, last, err := s.store.Reserve(ctx, name, *req.Count)
+	first, last, err := s.store.Reserve(ctx, name, count)
 	if err != nil {
 		perr := s.storeError(c, err)
 		s.metrics.ObserveReservation(name, outcome(perr), 0, time.Since(start))
 		return perr
 	}
-	s.metrics.ObserveReservation(name, "ok", *req.Count, time.Since(start))
+	s.metrics.ObserveReservation(name, "ok", count, time.Since(start))
 	return c.JSON(http.StatusOK, api.Range{Sequence: name, First: first, Last: last})
 }
 
@@ -605,13 +600,23 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	body := http.MaxBytesReader(c.Response(), r.Body, api.MaxBodyBytes)
 	data, err := io.ReadAll(body)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return problem(http.StatusRequestEntityTooLarge, api.ProblemTooLarge, "body too large",
-				fmt.Sprintf("request body exceeds %d bytes", api.MaxBodyBytes))
-		}
-		return badRequest("could not read the request body: " + err.Error())
+		return bodyReadError(err)
 	}
+	return decodeJSONBody(data, v, optional)
+}
+
+// bodyReadError is the problem for a request body that could not be read.
+func bodyReadError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return problem(http.StatusRequestEntityTooLarge, api.ProblemTooLarge, "body too large",
+			fmt.Sprintf("request body exceeds %d bytes", api.MaxBodyBytes))
+	}
+	return badRequest("could not read the request body: " + err.Error())
+}
+
+// decodeJSONBody is decodeBody's decoding of a body already read.
+func decodeJSONBody(data []byte, v any, optional bool) error {
 	if len(data) == 0 {
 		if optional {
 			return nil
