@@ -330,7 +330,7 @@ func (s *Service) reserve(c echo.Context) error {
 		return perr
 	}
 	s.metrics.ObserveReservation(name, "ok", count, time.Since(start))
-	return c.JSON(http.StatusOK, api.Range{Sequence: name, First: first, Last: last})
+	return writeRange(c, api.Range{Sequence: name, First: first, Last: last}) // see rangejson.go
 }
 
 // outcome names the result of a reservation for metrics.
