@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -19,12 +17,6 @@ import (
 // RequestIDHeader carries a request's id; a forwarded request keeps the id
 // it arrived with, so the follower's and the leader's log lines match.
 const RequestIDHeader = "X-Request-Id"
-
-func newRequestID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // observe gives every request an id, counts it by route and status, and logs
 // it. Successful requests are logged at debug level: at tens of thousands of
