@@ -60,7 +60,13 @@ type Metrics struct {
 	// hashes them every time, which on the reservation path costs more
 	// than the rest of the bookkeeping.
 	seqChildren  sync.Map // sequence name -> *sequenceChildren
-	httpChildren sync.Map // route+method+code -> prometheus.Counter
+	httpChildren sync.Map // httpKey -> prometheus.Counter
+}
+
+// httpKey names a child of HTTPRequests; the method is already bounded.
+type httpKey struct {
+	route, method string
+	code          int
 }
 
 type sequenceChildren struct {
@@ -312,7 +318,7 @@ func (m *Metrics) ObserveHTTP(route, method string, code int) {
 	default:
 		method = "other" // clients choose the method: keep the label bounded
 	}
-	key := route + " " + method + " " + strconv.Itoa(code)
+	key := httpKey{route, method, code} // a struct: no string to build per request
 	c, ok := m.httpChildren.Load(key)
 	if !ok {
 		c, _ = m.httpChildren.LoadOrStore(key, m.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(code)))
