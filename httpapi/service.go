@@ -187,7 +187,7 @@ func New(cfg Config) *Service {
 	// register catch-all routes that turn every 405 under /v1 into a 404.
 	// Order: shed load, authenticate, then forward or serve.
 	limit, lead := s.limitInflight(maxInflight), s.leaderOnly
-	v1 := e.Group("/v1")
+	v1 := composedGroup{e.Group("/v1")} // see routes.go
 	v1.GET("/cluster", s.clusterStatus, limit, reserve)
 	v1.POST("/cluster/snapshot", s.snapshot, limit, admin)
 	v1.PUT("/sequences/:name", s.createSequence, limit, admin, lead)
