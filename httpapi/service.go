@@ -120,6 +120,8 @@ type Service struct {
 
 	draining chan struct{}
 	drainMu  sync.Once
+
+	coalesce *coalescer // reservations a follower forwards
 }
 
 // New builds the service.
@@ -155,6 +157,7 @@ func New(cfg Config) *Service {
 			IdleConnTimeout:     90 * time.Second,
 		}
 	}
+	s.coalesce = newCoalescer(s)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleEchoError
@@ -193,7 +196,7 @@ func New(cfg Config) *Service {
 	v1.PUT("/sequences/:name", s.createSequence, limit, admin, lead)
 	v1.GET("/sequences", s.listSequences, limit, reserve, lead)
 	v1.GET("/sequences/:name", s.getSequence, limit, reserve, lead)
-	v1.POST("/sequences/:name/ranges", s.reserve, limit, reserve, lead)
+	v1.POST("/sequences/:name/ranges", s.reserve, limit, reserve, s.forwardReserve)
 	v1.POST("/cluster/members", s.join, limit, admin, lead)
 	v1.PUT("/cluster/members/:id", s.updateMember, limit, admin, lead)
 	v1.DELETE("/cluster/members/:id", s.remove, limit, admin, lead)
@@ -246,17 +249,9 @@ func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.store.Serving() {
 			return next(c)
 		}
-		id, addr, ok := s.store.LeaderHTTPAddr()
-		switch {
-		case c.Request().Header.Get(ForwardedHeader) != "":
-			return unavailable("this node was named leader by "+c.Request().Header.Get(ForwardedHeader)+" but is not serving as leader", id)
-		case id == s.store.ID():
-			return unavailable("this node was just elected leader and is not serving yet", id)
-		case !ok:
-			if id == "" {
-				return unavailable("no leader is known", "")
-			}
-			return unavailable("the leader's API address is not known yet", id)
+		addr, err := s.leaderTarget(c)
+		if err != nil {
+			return err
 		}
 		if s.metrics != nil {
 			s.metrics.ForwardedRequests.Inc()
@@ -266,6 +261,24 @@ func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		s.proxy(addr).ServeHTTP(c.Response(), c.Request())
 		return nil
 	}
+}
+
+// leaderTarget is the API address of the leader this node forwards c to,
+// or the problem that says why there is none.
+func (s *Service) leaderTarget(c echo.Context) (string, error) {
+	id, addr, ok := s.store.LeaderHTTPAddr()
+	switch {
+	case c.Request().Header.Get(ForwardedHeader) != "":
+		return "", unavailable("this node was named leader by "+c.Request().Header.Get(ForwardedHeader)+" but is not serving as leader", id)
+	case id == s.store.ID():
+		return "", unavailable("this node was just elected leader and is not serving yet", id)
+	case !ok:
+		if id == "" {
+			return "", unavailable("no leader is known", "")
+		}
+		return "", unavailable("the leader's API address is not known yet", id)
+	}
+	return addr, nil
 }
 
 func (s *Service) proxy(addr string) *httputil.ReverseProxy {
@@ -308,17 +321,27 @@ func (s *Service) ctx(c echo.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Request().Context(), s.timeout)
 }
 
-func (s *Service) reserve(c echo.Context) error {
-	name := c.Param("name")
+// reserveInput reads and checks a reservation's sequence name and count,
+// on the leader and on a follower that coalesces it (coalesce.go) alike.
+func reserveInput(c echo.Context) (name string, count int64, err error) {
+	name = c.Param("name")
 	if err := api.ValidateSequenceName(name); err != nil {
-		return badRequest(err.Error())
+		return "", 0, badRequest(err.Error())
 	}
-	count, err := reserveCount(c) // see reservebody.go
+	count, err = reserveCount(c) // see reservebody.go
 	if err != nil {
-		return err
+		return "", 0, err
 	}
 	if err := api.ValidateCount(count); err != nil {
-		return badRequest(`field "count": ` + err.Error())
+		return "", 0, badRequest(`field "count": ` + err.Error())
+	}
+	return name, count, nil
+}
+
+func (s *Service) reserve(c echo.Context) error {
+	name, count, err := reserveInput(c)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
