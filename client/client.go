@@ -14,9 +14,9 @@
 // Give New the base URLs of several nodes. Any of them may be down or a
 // follower (a follower forwards to the leader, and names it in its answer).
 // A call goes first to the endpoint that answered last, or to the leader a
-// forwarding node named when that leader is one of the endpoints (so a
-// client saves the hop from then on), then to the others; when a whole round over
-// the endpoints fails it waits (exponential backoff with full jitter, at
+// forwarding node named when that leader is one of the endpoints (so the
+// client saves the hop from then on), then to the others; when a whole round
+// over the endpoints fails it waits (exponential backoff with full jitter, at
 // least as long as a Retry-After header asks) and goes round again, until it
 // succeeds or its context ends. Only transport failures, timeouts, 429 and
 // 500/502/503/504 are retried; any other 4xx is final.
