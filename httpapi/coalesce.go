@@ -99,15 +99,12 @@ func newCoalescer(s *Service) *coalescer {
 // follower coalesces them.
 func (s *Service) forwardReserve(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.store.Serving() {
-			return next(c)
-		}
-		addr, err := s.leaderTarget(c)
-		if err != nil {
+		addr, err := s.forwardTo(c)
+		switch {
+		case err != nil:
 			return err
-		}
-		if s.metrics != nil {
-			s.metrics.ForwardedRequests.Inc()
+		case addr == "":
+			return next(c) // this node is the serving leader
 		}
 		// The body is kept, so that a caller whose batch fails can be
 		// forwarded on its own; then checked as the leader checks it.

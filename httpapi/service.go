@@ -246,15 +246,12 @@ func (s *Service) readyz(c echo.Context) error {
 // else.
 func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.store.Serving() {
-			return next(c)
-		}
-		addr, err := s.leaderTarget(c)
-		if err != nil {
+		addr, err := s.forwardTo(c)
+		switch {
+		case err != nil:
 			return err
-		}
-		if s.metrics != nil {
-			s.metrics.ForwardedRequests.Inc()
+		case addr == "":
+			return next(c) // this node is the serving leader
 		}
 		// The proxy adds the leader's headers to these, never clears them.
 		c.Response().Header().Set(api.LeaderHeader, addr)
@@ -263,9 +260,13 @@ func (s *Service) leaderOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// leaderTarget is the API address of the leader this node forwards c to,
-// or the problem that says why there is none.
-func (s *Service) leaderTarget(c echo.Context) (string, error) {
+// forwardTo says where c is served: here ("", on the serving leader), or at
+// the API address of the leader this node forwards it to (counted as
+// forwarded); or the problem that says why neither can be.
+func (s *Service) forwardTo(c echo.Context) (string, error) {
+	if s.store.Serving() {
+		return "", nil
+	}
 	id, addr, ok := s.store.LeaderHTTPAddr()
 	switch {
 	case c.Request().Header.Get(ForwardedHeader) != "":
@@ -277,6 +278,9 @@ func (s *Service) leaderTarget(c echo.Context) (string, error) {
 			return "", unavailable("no leader is known", "")
 		}
 		return "", unavailable("the leader's API address is not known yet", id)
+	}
+	if s.metrics != nil {
+		s.metrics.ForwardedRequests.Inc()
 	}
 	return addr, nil
 }
