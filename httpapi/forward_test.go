@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/httpapi"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/internal/testkit"
 )
@@ -38,5 +39,31 @@ func TestForwardedAnswerNamesTheLeader(t *testing.T) {
 	}
 	if n := log.checkDisjoint(t); n != 9 {
 		t.Fatalf("%d ranges, want 9", n)
+	}
+}
+
+// A forwarded answer carries the request id once: the follower set it on its
+// answer, and the leader's copy (the same id, which the forwarded request
+// carried) is not added to it a second time.
+func TestForwardedAnswer_RequestIDOnce(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	tc.CreateSequence("rid", nil)
+	l := tc.Leader(15 * time.Second)
+	cl := tc.Client()
+	cl.Header = http.Header{httpapi.RequestIDHeader: {"trace-42"}}
+	for _, n := range tc.Running() {
+		if n == l {
+			continue
+		}
+		for _, c := range []struct{ method, path, body string }{
+			{http.MethodGet, "/v1/sequences/rid", ""},
+			{http.MethodPost, "/v1/sequences/rid/ranges", `{"count":1}`},
+			{http.MethodGet, "/v1/sequences/missing", ""},
+		} {
+			r := cl.MustCall(t, c.method, tc.URL(n)+c.path, c.body)
+			if got := r.Header.Values(httpapi.RequestIDHeader); len(got) != 1 || got[0] != "trace-42" {
+				t.Errorf("%s %s via %s (status %d): X-Request-Id %q, want once \"trace-42\"", c.method, c.path, n.ID, r.Status, got)
+			}
+		}
 	}
 }

@@ -301,6 +301,13 @@ func (s *Service) proxy(addr string) *httputil.ReverseProxy {
 		},
 		Transport:  s.transport,
 		BufferPool: copyBuffers,
+		// This node's answer already carries the request id (observe set
+		// it, and the leader got the same one): the proxy would add the
+		// leader's copy a second time.
+		ModifyResponse: func(r *http.Response) error {
+			r.Header.Del(RequestIDHeader)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeProblem(w, http.StatusServiceUnavailable, api.Problem{
 				Type: api.ProblemUnavailable, Title: "leader unreachable",
