@@ -106,15 +106,16 @@ func (s *Service) forwardReserve(next echo.HandlerFunc) echo.HandlerFunc {
 		case addr == "":
 			return next(c) // this node is the serving leader
 		}
-		// The body is kept, so that a caller whose batch fails can be
-		// forwarded on its own; then checked as the leader checks it.
+		// Checked as the leader checks it; the body is kept, so that a
+		// caller whose batch fails can be forwarded on its own.
 		r := c.Request()
-		body, err := readBody(c, nil)
-		if err != nil {
-			return bodyReadError(err)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		name, count, err := reserveInput(c)
+		var body []byte
+		name, count, err := reserveInput(c, func(c echo.Context) (int64, error) {
+			if body, err = readBody(c, nil); err != nil {
+				return 0, bodyReadError(err)
+			}
+			return reserveCountOf(body)
+		})
 		if err != nil {
 			return err
 		}

@@ -164,6 +164,8 @@ func TestForwardedReservations_ProblemsAsAtTheLeader(t *testing.T) {
 		{"/v1/sequences/p/ranges", ``},
 		{"/v1/sequences/p/ranges", `{"count":1}x`},
 		{"/v1/sequences/bad%20name/ranges", `{"count":1}`},
+		// The name is checked before the body is read, on a follower too.
+		{"/v1/sequences/bad%20name/ranges", `{"count":1,"pad":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`},
 	} {
 		atLeader := cl.MustCall(t, http.MethodPost, tc.URL(l)+c.path, c.body)
 		viaFollower := cl.MustCall(t, http.MethodPost, tc.URL(followers[0])+c.path, c.body)

@@ -47,6 +47,11 @@ func reserveCount(c echo.Context) (int64, error) {
 	if err != nil {
 		return 0, bodyReadError(err)
 	}
+	return reserveCountOf(data)
+}
+
+// reserveCountOf is reserveCount of a body already read.
+func reserveCountOf(data []byte) (int64, error) {
 	if n, ok := parseReserveBody(data); ok {
 		return n, nil
 	}

@@ -333,13 +333,14 @@ func (s *Service) ctx(c echo.Context) (context.Context, context.CancelFunc) {
 }
 
 // reserveInput reads and checks a reservation's sequence name and count,
-// on the leader and on a follower that coalesces it (coalesce.go) alike.
-func reserveInput(c echo.Context) (name string, count int64, err error) {
+// the count read from the body by readCount: reserveCount on the leader, a
+// reader that keeps the body on a follower that coalesces it (coalesce.go).
+func reserveInput(c echo.Context, readCount func(echo.Context) (int64, error)) (name string, count int64, err error) {
 	name = c.Param("name")
 	if err := api.ValidateSequenceName(name); err != nil {
 		return "", 0, badRequest(err.Error())
 	}
-	count, err = reserveCount(c) // see reservebody.go
+	count, err = readCount(c)
 	if err != nil {
 		return "", 0, err
 	}
@@ -350,7 +351,7 @@ func reserveInput(c echo.Context) (name string, count int64, err error) {
 }
 
 func (s *Service) reserve(c echo.Context) error {
-	name, count, err := reserveInput(c)
+	name, count, err := reserveInput(c, reserveCount) // see reservebody.go
 	if err != nil {
 		return err
 	}
