@@ -5,11 +5,9 @@ package httpapi_test
 // it, and the HTTP counter lookup on its own.
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/ticketd/ticketd/httpapi"
@@ -22,18 +20,7 @@ func BenchmarkHotReserveWithMetrics(b *testing.B) {
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Metrics: metrics.New("bench"),
 	})
-	h := svc.Handler()
-	body := []byte(`{"count":1000}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/sequences/bench/ranges", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
-	}
+	benchReserve(b, svc.Handler(), `{"count":1000}`, http.StatusOK)
 }
 
 func BenchmarkHotObserveHTTP(b *testing.B) {
