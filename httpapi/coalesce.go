@@ -245,10 +245,20 @@ func (co *coalescer) send(key batchKey, count int64, requestID string) (int64, *
 	if resp.StatusCode != http.StatusOK {
 		return 0, answer, nil
 	}
-	var r api.Range
-	if json.Unmarshal(data, &r) != nil || r.Sequence != key.sequence || r.First < 1 || r.Last-r.First+1 != count {
+	first, ok := grantedFirst(data, key.sequence, count)
+	if !ok {
 		// Granted, but not as asked: serve nobody from it.
 		return 0, nil, fmt.Errorf("the leader at %s answered a reservation of %d IDs of %q with %q", key.leader, count, key.sequence, data)
 	}
-	return r.First, nil, nil
+	return first, nil, nil
+}
+
+// grantedFirst reads the leader's 200 answer to a reservation of count IDs
+// of sequence: the first ID of its range, if the answer is that range.
+func grantedFirst(data []byte, sequence string, count int64) (int64, bool) {
+	var r api.Range
+	if count < 1 || json.Unmarshal(data, &r) != nil || r.Sequence != sequence || r.First < 1 || r.Last-r.First+1 != count {
+		return 0, false
+	}
+	return r.First, true
 }
