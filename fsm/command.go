@@ -36,6 +36,12 @@ const (
 	// every high-water mark; refused unless the state is empty when the
 	// entry applies.
 	CommandRestoreBackup CommandType = 9
+	// CommandLease (10) is declared in lease.go.
+
+	// CommandReserveBlocks reserves blocks of many sequences in one entry
+	// (group commit across sequences, batch.go); each is computed at apply
+	// exactly as a CommandReserveBlock entry's would be at that point.
+	CommandReserveBlocks CommandType = 11
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -66,6 +72,8 @@ func (t CommandType) String() string {
 		return "restore-backup"
 	case CommandLease:
 		return "lease"
+	case CommandReserveBlocks:
+		return "reserve-blocks"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }

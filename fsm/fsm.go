@@ -173,6 +173,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return f.applyRestore(*c, l.Index)
 	case *LeaseOp:
 		return f.applyLeaseOp(*c, l.Index, l.Term)
+	case *ReserveBlocks:
+		return f.applyReserveBlocks(*c, l.Index, l.Term)
 	}
 	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }
@@ -214,6 +216,8 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 		body = new(RestoreBackup)
 	case CommandLease:
 		body = new(LeaseOp)
+	case CommandReserveBlocks:
+		body = new(ReserveBlocks)
 	default:
 		if ignoreUnknown {
 			return t, nil, nil

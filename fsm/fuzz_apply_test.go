@@ -86,7 +86,7 @@ func FuzzApplyLog(f *testing.F) {
 				t.Fatalf("entry %q at index %d: twins answered %#v and %#v", data, index, resp, twin)
 			}
 			switch resp.(type) {
-			case nil, error, fsm.CreateResult, fsm.Block, fsm.NamespaceResult, fsm.Lease, fsm.RestoreResult:
+			case nil, error, fsm.CreateResult, fsm.Block, fsm.BlockBatch, fsm.NamespaceResult, fsm.Lease, fsm.RestoreResult:
 			default:
 				t.Fatalf("entry %q: undocumented answer %T %#v", data, resp, resp)
 			}
@@ -170,7 +170,7 @@ func frameEntries(chunks ...[]byte) []byte {
 
 // macroMarker starts a chunk that is a template, not an entry. As an entry's
 // first byte it would be type 0x7f with IgnoreUnknownTypeFlag, a case that
-// 0x8b in the seeds covers as well.
+// 0x8c in the seeds covers as well.
 const macroMarker = 0xff
 
 // Templates: macro(kind, parameter bytes...).
@@ -182,6 +182,7 @@ const (
 	macroLease                       // op, namespace, worker, token, version, holder, request id, client time, stamp
 	macroLegacy                      // acquire/renew/release, namespace, worker, token, holder, request id, stamp
 	macroRestore                     // backup, advance, stamp
+	macroReserveBlocks               // requests (1-5), stamp, then name, count, min of each
 	macroCount
 )
 
@@ -284,6 +285,13 @@ func (b *logBuilder) entry(chunk []byte, st *fsm.FSM) []byte {
 		}
 		return fsm.EncodeRestoreBackup(fsm.RestoreBackup{Backup: backup, Advance: pick(p, 1, int64(1), 1000, 0, math.MaxInt64, -1),
 			Stamp: stampAt(p, 2)})
+	case macroReserveBlocks:
+		c := fsm.ReserveBlocks{Stamp: stampAt(p, 1)}
+		for i := range 1 + int(param(p, 0))%5 {
+			c.Requests = append(c.Requests, fsm.BlockRequest{Name: pick(p, 2+3*i, fuzzSequences...),
+				Count: pick(p, 3+3*i, fuzzCounts...), Min: pick(p, 4+3*i, fuzzCounts...)})
+		}
+		return fsm.EncodeReserveBlocks(c)
 	}
 	panic("unreachable")
 }
@@ -415,16 +423,17 @@ func applyLogSeeds() []applyLogSeed {
 		w0, w1, w2                                              = 1, 2, 3 // worker parameter: id+1
 	)
 	corrupt := [][]byte{
-		{}, []byte("\x02{"), []byte("\x0b{}"), []byte("\x01[]"), {0}, []byte("\x02{\"name\":1}"), {byte(fsm.CommandLease)},
+		{}, []byte("\x02{"), []byte("\x0c{}"), []byte("\x0b{\"requests\":{}}"), []byte("\x01[]"), {0}, []byte("\x02{\"name\":1}"), {byte(fsm.CommandLease)},
 		[]byte("\x09{\"backup\":\"!!\"}"), []byte("\x7f{}"), {macroMarker},
 	}
 	raw := [][]byte{
 		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "raw", Start: 1, Max: 9}),
-		append([]byte{0x8b}, "{}"...), // an unknown type with the flag: skipped
+		append([]byte{0x8c}, "{}"...), // an unknown type with the flag: skipped
 		append([]byte{byte(fsm.CommandCreateSequence | fsm.IgnoreUnknownTypeFlag)}, `{"name":"f","start":1,"max":9}`...), // known: applied
 		append([]byte{byte(fsm.CommandReserveBlock)}, `{"name":"f","count":3,"min":1,"extra":true}`...),
 		append([]byte{byte(fsm.CommandLease)}, `{"op":"acquire","namespace":"users","holder":"h"}`...),
 		append([]byte{byte(fsm.CommandSetMember)}, `null`...),
+		[]byte("\x0b{}"), // a batch of no requests: rejected
 	}
 	return []applyLogSeed{
 		// Sequences and members.
@@ -432,6 +441,8 @@ func applyLogSeeds() []applyLogSeed {
 			m(macroCreateSequence, 0, 0, 0), m(macroReserve, 0, 2, 0, 1), m(macroReserve, 0, 0, 0), m(macroReserve, 0, 6, 1),
 			m(macroCreateSequence, 0, 0, 1), m(macroCreateSequence, 1, 2, 2), m(macroReserve, 1, 6, 6), m(macroReserve, 1, 0, 2),
 			m(macroReserve, 2, 0, 0), m(macroCreateSequence, 3, 0, 0), m(macroCreateSequence, 0, 4, 3),
+			m(macroReserveBlocks, 3, 1, 0, 2, 0, 1, 1, 1, 2, 0, 0, 0, 5, 1), m(macroReserveBlocks, 0, 0, 1, 6, 6),
+			m(macroReserveBlocks, 4, 2, 0, 0, 0, 0, 3, 1, 0, 1, 0, 1, 4, 4, 3, 3, 0),
 			m(macroMember, 0, 0), m(macroMember, 0, 2), m(macroMember, 1, 0), m(macroMember, 1, 1),
 		}},
 		// A lease through all its states, twice over, and legacy leases.

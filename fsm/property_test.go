@@ -115,24 +115,22 @@ func (g *gen) next() *raft.Log {
 			g.created[name] = [2]int64{start, max}
 		}
 		l.Data = fsm.EncodeCreateSequence(fsm.CreateSequence{Name: name, Start: start, Max: max})
-	case p < 80: // reserve
-		var count int64
-		switch q := r.IntN(20); {
-		case q == 0 && r.IntN(5) == 0:
-			count = math.MaxInt64
-		case q == 1:
-			count = 1 + r.Int64N(100_000)
-		default:
-			count = 1 + r.Int64N(30)
+	case p < 60: // reserve, one sequence per entry
+		c := g.blockRequest(name)
+		l.Data = fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: c.Name, Count: c.Count, Min: c.Min})
+	case p < 80: // reserve for several sequences in one entry
+		var c fsm.ReserveBlocks
+		n := 1 + r.IntN(2*len(g.names)) // names repeat within a batch
+		if r.IntN(60) == 0 {
+			n = 0 // refused whole
 		}
-		min := 1 + r.Int64N(min(count, 40))
-		if r.IntN(4) == 0 {
-			min = count
+		for range n {
+			c.Requests = append(c.Requests, g.blockRequest(g.names[r.IntN(len(g.names))]))
 		}
-		if r.IntN(40) == 0 { // invalid
-			count, min = r.Int64N(2)-1, r.Int64N(2)
+		if r.IntN(3) == 0 {
+			c.Stamp = fsm.Stamp{NowMs: r.Int64N(1 << 40), Leader: "n1"}
 		}
-		l.Data = fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: name, Count: count, Min: min})
+		l.Data = fsm.EncodeReserveBlocks(c)
 	case p < 88:
 		id := fmt.Sprintf("n%d", r.IntN(5))
 		if r.IntN(30) == 0 {
@@ -142,7 +140,7 @@ func (g *gen) next() *raft.Log {
 	case p < 94:
 		l.Data = fsm.EncodeRemoveMember(fsm.RemoveMember{ID: fmt.Sprintf("n%d", r.IntN(6))})
 	case p < 97: // a type this version does not know, marked ignorable
-		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(11+r.IntN(0x75)), '{', '}'} // 11..0x7f: not a known type
+		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(12+r.IntN(0x74)), '{', '}'} // 12..0x7f: not a known type
 	default: // entries raft may hand an FSM that are not commands
 		l.Type = []raft.LogType{raft.LogNoop, raft.LogBarrier, raft.LogConfiguration}[r.IntN(3)]
 		l.Data = []byte{0xff}
@@ -150,11 +148,44 @@ func (g *gen) next() *raft.Log {
 	return l
 }
 
+// blockRequest is a random block request for name: mostly small counts,
+// sometimes large or the whole int64 range, sometimes invalid.
+func (g *gen) blockRequest(name string) fsm.BlockRequest {
+	r := g.rng
+	var count int64
+	switch q := r.IntN(20); {
+	case q == 0 && r.IntN(5) == 0:
+		count = math.MaxInt64
+	case q == 1:
+		count = 1 + r.Int64N(100_000)
+	default:
+		count = 1 + r.Int64N(30)
+	}
+	min := 1 + r.Int64N(min(count, 40))
+	if r.IntN(4) == 0 {
+		min = count
+	}
+	if r.IntN(40) == 0 { // invalid
+		count, min = r.Int64N(2)-1, r.Int64N(2)
+	}
+	return fsm.BlockRequest{Name: name, Count: count, Min: min}
+}
+
 // normalize makes responses comparable across FSMs: errors are fresh values
 // on every node, so compare their text.
 func normalize(resp any) any {
 	if err, ok := resp.(error); ok {
 		return "error: " + err.Error()
+	}
+	if b, ok := resp.(fsm.BlockBatch); ok {
+		out := make([]any, len(b.Outcomes))
+		for i, o := range b.Outcomes {
+			out[i] = o.Block
+			if o.Err != nil {
+				out[i] = normalize(o.Err)
+			}
+		}
+		return out
 	}
 	return resp
 }
@@ -212,48 +243,31 @@ func checkResponse(t *testing.T, l *raft.Log, resp any, f *fsm.FSM, seqs map[str
 	case fsm.CommandReserveBlock:
 		var c fsm.ReserveBlock
 		mustUnmarshal(t, l.Data[1:], &c)
-		tr := seqs[c.Name]
-		switch r := resp.(type) {
-		case fsm.Block:
-			if tr == nil {
-				t.Fatalf("entry %d: block %+v from a sequence that was never created", l.Index, r)
+		checkBlock(t, l, fsm.BlockRequest{Name: c.Name, Count: c.Count, Min: c.Min}, resp, seqs)
+	case fsm.CommandReserveBlocks:
+		var c fsm.ReserveBlocks
+		mustUnmarshal(t, l.Data[1:], &c)
+		b, ok := resp.(fsm.BlockBatch)
+		if !ok {
+			// Only a batch that is empty or too large is refused whole.
+			if !errors.Is(asError(resp), fsm.ErrInvalidCommand) || (len(c.Requests) > 0 && len(c.Requests) <= fsm.MaxBatchBlocks) {
+				t.Fatalf("entry %d: batch of %d got %#v", l.Index, len(c.Requests), resp)
 			}
-			want := min(c.Count, tr.max-tr.issued)
-			switch {
-			case r.Sequence != c.Name || r.Index != l.Index || r.Term != l.Term:
-				t.Fatalf("entry %d term %d: block %+v names the wrong sequence or entry", l.Index, l.Term, r)
-			case r.First > r.Last:
-				t.Fatalf("entry %d: empty or inverted block %+v", l.Index, r)
-			case r.First < tr.start || r.Last > tr.max:
-				t.Fatalf("entry %d: block %+v outside [%d, %d]", l.Index, r, tr.start, tr.max)
-			case r.First <= tr.lastBlock:
-				t.Fatalf("entry %d: block %+v overlaps or precedes the previous block ending at %d", l.Index, r, tr.lastBlock)
-			case r.First != tr.issued+1:
-				t.Fatalf("entry %d: block %+v does not start just above the mark %d", l.Index, r, tr.issued)
-			case r.Len() != want || r.Len() < c.Min:
-				t.Fatalf("entry %d: block %+v has %d IDs; want min(count=%d, left=%d)=%d >= min %d", l.Index, r, r.Len(), c.Count, tr.max-tr.issued, want, c.Min)
+			break
+		}
+		if len(b.Outcomes) != len(c.Requests) {
+			t.Fatalf("entry %d: %d outcomes for %d requests", l.Index, len(b.Outcomes), len(c.Requests))
+		}
+		for i, r := range c.Requests {
+			o := b.Outcomes[i]
+			if o.Err != nil {
+				if o.Block != (fsm.Block{}) {
+					t.Fatalf("entry %d request %d: both a block %+v and an error %v", l.Index, i, o.Block, o.Err)
+				}
+				checkBlock(t, l, r, o.Err, seqs)
+				continue
 			}
-			tr.issued, tr.lastBlock = r.Last, r.Last
-			tr.blocks++
-		case error:
-			switch {
-			case errors.Is(r, fsm.ErrSequenceNotFound):
-				if tr != nil {
-					t.Fatalf("entry %d: not found for existing %q", l.Index, c.Name)
-				}
-			case errors.Is(r, fsm.ErrSequenceExhausted):
-				if tr == nil || tr.max-tr.issued >= c.Min {
-					t.Fatalf("entry %d: exhausted for %+v but tracked %+v", l.Index, c, tr)
-				}
-			case errors.Is(r, fsm.ErrInvalidCommand):
-				if c.Count >= 1 && c.Min >= 1 && c.Min <= c.Count {
-					t.Fatalf("entry %d: valid reserve %+v rejected as invalid", l.Index, c)
-				}
-			default:
-				t.Fatalf("entry %d: reserve got %v", l.Index, r)
-			}
-		default:
-			t.Fatalf("entry %d: reserve got %#v", l.Index, resp)
+			checkBlock(t, l, r, o.Block, seqs)
 		}
 	}
 	// The whole state agrees with the tracking: marks within bounds, never
@@ -273,6 +287,62 @@ func checkResponse(t *testing.T, l *raft.Log, resp any, f *fsm.FSM, seqs map[str
 		if s.Issued < s.Start-1 || s.Issued > s.Max {
 			t.Fatalf("entry %d: %q mark %d outside [%d, %d]", l.Index, s.Name, s.Issued, s.Start-1, s.Max)
 		}
+	}
+}
+
+// asError is resp as an error, or nil.
+func asError(resp any) error {
+	err, _ := resp.(error)
+	return err
+}
+
+// checkBlock checks one block request's answer (a Block or an error) in
+// entry l against the tracking, and updates it: a ReserveBlock entry's, or
+// one request of a ReserveBlocks entry's.
+func checkBlock(t *testing.T, l *raft.Log, c fsm.BlockRequest, resp any, seqs map[string]*tracked) {
+	t.Helper()
+	tr := seqs[c.Name]
+	switch r := resp.(type) {
+	case fsm.Block:
+		if tr == nil {
+			t.Fatalf("entry %d: block %+v from a sequence that was never created", l.Index, r)
+		}
+		want := min(c.Count, tr.max-tr.issued)
+		switch {
+		case r.Sequence != c.Name || r.Index != l.Index || r.Term != l.Term:
+			t.Fatalf("entry %d term %d: block %+v names the wrong sequence or entry", l.Index, l.Term, r)
+		case r.First > r.Last:
+			t.Fatalf("entry %d: empty or inverted block %+v", l.Index, r)
+		case r.First < tr.start || r.Last > tr.max:
+			t.Fatalf("entry %d: block %+v outside [%d, %d]", l.Index, r, tr.start, tr.max)
+		case r.First <= tr.lastBlock:
+			t.Fatalf("entry %d: block %+v overlaps or precedes the previous block ending at %d", l.Index, r, tr.lastBlock)
+		case r.First != tr.issued+1:
+			t.Fatalf("entry %d: block %+v does not start just above the mark %d", l.Index, r, tr.issued)
+		case r.Len() != want || r.Len() < c.Min:
+			t.Fatalf("entry %d: block %+v has %d IDs; want min(count=%d, left=%d)=%d >= min %d", l.Index, r, r.Len(), c.Count, tr.max-tr.issued, want, c.Min)
+		}
+		tr.issued, tr.lastBlock = r.Last, r.Last
+		tr.blocks++
+	case error:
+		switch {
+		case errors.Is(r, fsm.ErrSequenceNotFound):
+			if tr != nil {
+				t.Fatalf("entry %d: not found for existing %q", l.Index, c.Name)
+			}
+		case errors.Is(r, fsm.ErrSequenceExhausted):
+			if tr == nil || tr.max-tr.issued >= c.Min {
+				t.Fatalf("entry %d: exhausted for %+v but tracked %+v", l.Index, c, tr)
+			}
+		case errors.Is(r, fsm.ErrInvalidCommand):
+			if c.Count >= 1 && c.Min >= 1 && c.Min <= c.Count {
+				t.Fatalf("entry %d: valid reserve %+v rejected as invalid", l.Index, c)
+			}
+		default:
+			t.Fatalf("entry %d: reserve got %v", l.Index, r)
+		}
+	default:
+		t.Fatalf("entry %d: reserve got %#v", l.Index, resp)
 	}
 }
 
