@@ -37,6 +37,9 @@ type Metrics struct {
 	VerifySeconds    prometheus.Histogram
 	VerifyFailures   prometheus.Counter
 
+	BlockBatchRequests prometheus.Histogram
+	SequencesEvicted   prometheus.Counter
+
 	ApplySeconds      prometheus.Histogram
 	LeaderChanges     prometheus.Counter
 	SnapshotsTotal    prometheus.Counter
@@ -59,8 +62,13 @@ type Metrics struct {
 	// Children of the vectors, cached: looking a child up by label values
 	// hashes them every time, which on the reservation path costs more
 	// than the rest of the bookkeeping.
-	seqChildren  sync.Map // sequence name -> *sequenceChildren
-	httpChildren sync.Map // httpKey -> prometheus.Counter
+	// Only sequences with a label of their own are cached (at most
+	// MaxSequenceLabels); every other one shares otherChildren, so that
+	// millions of sequences cost the metrics nothing each.
+	seqChildren   sync.Map // sequence name -> *sequenceChildren
+	otherOnce     sync.Once
+	otherChildren *sequenceChildren
+	httpChildren  sync.Map // httpKey -> prometheus.Counter
 }
 
 // httpKey names a child of HTTPRequests; the method is already bounded.
@@ -110,6 +118,15 @@ func New(version string) *Metrics {
 		Name:    "ticketd_block_wait_seconds",
 		Help:    "Time reservations waited for a block to commit (only those that waited).",
 		Buckets: latency,
+	})
+	m.BlockBatchRequests = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_block_batch_requests",
+		Help:    "Block requests (one per sequence that needed a block) committed together in one log entry by this node as leader.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+	})
+	m.SequencesEvicted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_issuer_sequences_evicted_total",
+		Help: "Sequences the leader forgot from memory (least recently used, past its bound of cached sequences); their unused IDs became a gap.",
 	})
 	m.VerifySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ticketd_leadership_check_seconds",
@@ -190,7 +207,8 @@ func New(version string) *Metrics {
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(
 		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
-		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.VerifySeconds, m.VerifyFailures,
+		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.BlockBatchRequests, m.SequencesEvicted,
+		m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
 		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
 		m.TLSCertExpiry, m.TLSReloads, m.StorageErrors, m.StorageWrite, build,
@@ -228,16 +246,7 @@ func (m *Metrics) ObserveReservation(sequence, outcome string, ids int64, d time
 		return
 	}
 	if outcome == "ok" {
-		c, ok := m.seqChildren.Load(sequence)
-		if !ok {
-			label := m.SequenceLabel(sequence)
-			c, _ = m.seqChildren.LoadOrStore(sequence, &sequenceChildren{
-				ok:     m.Reservations.WithLabelValues(label, "ok"),
-				ids:    m.IDsIssued.WithLabelValues(label),
-				okTime: m.ReservationSeconds.WithLabelValues("ok"),
-			})
-		}
-		sc := c.(*sequenceChildren)
+		sc := m.children(sequence)
 		sc.ok.Inc()
 		sc.ids.Add(float64(ids))
 		sc.okTime.Observe(d.Seconds())
@@ -249,6 +258,43 @@ func (m *Metrics) ObserveReservation(sequence, outcome string, ids int64, d time
 		m.IDsIssued.WithLabelValues(label).Add(float64(ids))
 	}
 	m.ReservationSeconds.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// children returns the cached series of a sequence's successful
+// reservations.
+func (m *Metrics) children(sequence string) *sequenceChildren {
+	if c, ok := m.seqChildren.Load(sequence); ok {
+		return c.(*sequenceChildren)
+	}
+	label := m.SequenceLabel(sequence)
+	if label == OtherSequence {
+		m.otherOnce.Do(func() { m.otherChildren = m.newSequenceChildren(OtherSequence) })
+		return m.otherChildren
+	}
+	c, _ := m.seqChildren.LoadOrStore(sequence, m.newSequenceChildren(label))
+	return c.(*sequenceChildren)
+}
+
+func (m *Metrics) newSequenceChildren(label string) *sequenceChildren {
+	return &sequenceChildren{
+		ok:     m.Reservations.WithLabelValues(label, "ok"),
+		ids:    m.IDsIssued.WithLabelValues(label),
+		okTime: m.ReservationSeconds.WithLabelValues("ok"),
+	}
+}
+
+// ObserveBlockBatch records how many block requests went into one entry.
+func (m *Metrics) ObserveBlockBatch(requests int) {
+	if m != nil {
+		m.BlockBatchRequests.Observe(float64(requests))
+	}
+}
+
+// ObserveSequencesEvicted counts sequences the leader forgot from memory.
+func (m *Metrics) ObserveSequencesEvicted(n int) {
+	if m != nil && n > 0 {
+		m.SequencesEvicted.Add(float64(n))
+	}
 }
 
 // ObserveBlock records a block committed to this node as leader.

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,5 +103,25 @@ func TestPerRequestMetrics_NoAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { m.ObserveReservation("orders", "ok", 1000, time.Millisecond) }); n != 0 {
 		t.Errorf("ObserveReservation: %v allocations per call", n)
+	}
+}
+
+// Sequence names are user data: with thousands of sequences the memory the
+// metrics keep must stay bounded, not only the label values. Every sequence
+// past the bound shares the "_other" series and keeps nothing of its own.
+func TestObserveReservation_ManySequences_CacheBounded(t *testing.T) {
+	m := New("test")
+	const sequences = 5000
+	for i := range sequences {
+		m.ObserveReservation(fmt.Sprintf("seq-%05d", i), "ok", 10, time.Millisecond)
+	}
+	cached := 0
+	m.seqChildren.Range(func(any, any) bool { cached++; return true })
+	if cached > MaxSequenceLabels {
+		t.Fatalf("%d sequences cached for metrics after %d reservations, want at most %d", cached, sequences, MaxSequenceLabels)
+	}
+	want := fmt.Sprintf("ticketd_reservations_total{outcome=ok,sequence=%s} %d", OtherSequence, sequences-MaxSequenceLabels)
+	if got := series(t, m, "ticketd_reservations_total"); !slices.Contains(got, want) {
+		t.Fatalf("no %q among %d series", want, len(got))
 	}
 }
