@@ -428,6 +428,19 @@ func (n *Node) FSM() *fsm.FSM { return n.fsm }
 // this node, then returns the FSM's response. A business rejection from the
 // FSM comes back as the error.
 func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
+	resp, err := n.applyResponse(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err, isErr := resp.(error); isErr {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// applyResponse is Apply with the FSM's response as it is, a rejection
+// included: the error is only the proposal's.
+func (n *Node) applyResponse(ctx context.Context, cmd []byte) (any, error) {
 	if _, ok := n.Leadership(); !ok {
 		return nil, ErrNotLeader
 	}
@@ -441,11 +454,7 @@ func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
 		return nil, err
 	}
 	n.cfg.Metrics.ObserveApply(time.Since(start))
-	resp := f.Response()
-	if err, isErr := resp.(error); isErr {
-		return nil, err
-	}
-	return resp, nil
+	return f.Response(), nil
 }
 
 // await hands Raft a request (start returns its future) and waits for the
@@ -477,19 +486,39 @@ func (n *Node) await(ctx context.Context, start func() raft.Future) error {
 	}
 }
 
-// ReserveBlock proposes a block reservation and returns the block the FSM
-// computed when it applied the entry.
-func (n *Node) ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error) {
-	c.Stamp = n.Stamp() // for the audit only: the block never depends on it
-	resp, err := n.Apply(ctx, fsm.EncodeReserveBlock(c))
+// ReserveBlocks proposes block requests of one or more sequences as one log
+// entry and returns each one's outcome, as the FSM computed it when it
+// applied the entry. A lone request is proposed as a ReserveBlock entry
+// (type 2), so a single-sequence log reads as it did before batches
+// existed; several go as one ReserveBlocks entry (type 11). An error is the
+// entry's (not leader, timeout, shut down), and then no outcome is known.
+func (n *Node) ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error) {
+	stamp := n.Stamp() // for the audit only: no block depends on it
+	if len(reqs) == 1 {
+		r := reqs[0]
+		resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: r.Name, Count: r.Count, Min: r.Min, Stamp: stamp}))
+		if err != nil {
+			return nil, err
+		}
+		switch v := resp.(type) {
+		case fsm.Block:
+			return []fsm.BlockOutcome{{Block: v}}, nil
+		case error:
+			return []fsm.BlockOutcome{{Err: v}}, nil
+		}
+		return nil, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
+	}
+	resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlocks(fsm.ReserveBlocks{Requests: reqs, Stamp: stamp}))
 	if err != nil {
-		return fsm.Block{}, err
+		return nil, err
 	}
-	b, ok := resp.(fsm.Block)
-	if !ok {
-		return fsm.Block{}, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
+	switch v := resp.(type) {
+	case fsm.BlockBatch:
+		return v.Outcomes, nil
+	case error:
+		return nil, v // the whole entry refused: a bug, since the issuer never proposes an empty or oversized batch
 	}
-	return b, nil
+	return nil, fmt.Errorf("reserve blocks: unexpected FSM response %T", resp)
 }
 
 // ApplyLeaseOp stamps a lease operation with this leader's clock and ID

@@ -61,6 +61,6 @@ func (s *sequence) serveUncommitted(size int64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.is.cfg.ProposeTimeout)
 		defer cancel()
-		_, _ = s.is.p.ReserveBlock(ctx, fsm.ReserveBlock{Name: s.name, Count: size, Min: 1})
+		_, _ = s.is.p.ReserveBlocks(ctx, []fsm.BlockRequest{{Name: s.name, Count: size, Min: 1}})
 	}()
 }

@@ -51,12 +51,17 @@ func (p *instantProposer) apply(data []byte) (any, error) {
 	return resp, nil
 }
 
-func (p *instantProposer) ReserveBlock(_ context.Context, c fsm.ReserveBlock) (fsm.Block, error) {
-	resp, err := p.apply(fsm.EncodeReserveBlock(c))
-	if err != nil {
-		return fsm.Block{}, err
+func (p *instantProposer) ReserveBlocks(_ context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error) {
+	out := make([]fsm.BlockOutcome, len(reqs))
+	for i, r := range reqs {
+		resp, err := p.apply(fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: r.Name, Count: r.Count, Min: r.Min}))
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Block = resp.(fsm.Block)
 	}
-	return resp.(fsm.Block), nil
+	return out, nil
 }
 
 func (p *instantProposer) VerifyLeader(context.Context) (uint64, error) { return 1, nil }

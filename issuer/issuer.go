@@ -5,12 +5,15 @@
 // it and cuts each reservation from there in memory. When a block runs low the
 // next one is proposed in the background, so steady load never waits for a
 // commit; requests that find nothing left wait together on the one proposal
-// in flight (group commit). Block size follows the observed rate. Every range
-// is confirmed by a leadership check that starts after the range was cut, so
-// a leader that was deposed without noticing never hands out a range that a
-// newer leader's range should have preceded. Losing leadership drops every
-// block. The package depends on a Proposer, not on Raft, so its logic is
-// tested on its own.
+// in flight (group commit). The block requests of all sequences that need
+// one while earlier ones are being committed go together as one log entry
+// (batcher.go), so thousands of sequences share fsynced rounds instead of
+// queueing for one each. Block size follows the observed rate and the size
+// of recent requests. Every range is confirmed by a leadership check that
+// starts after the range was cut, so a leader that was deposed without
+// noticing never hands out a range that a newer leader's range should have
+// preceded. Losing leadership drops every block. The package depends on a
+// Proposer, not on Raft, so its logic is tested on its own.
 package issuer
 
 import (
@@ -27,9 +30,11 @@ import (
 
 // Proposer is what the issuer needs of the cluster.
 type Proposer interface {
-	// ReserveBlock proposes a block and returns what the FSM granted once
-	// the entry has committed and been applied on this node.
-	ReserveBlock(ctx context.Context, c fsm.ReserveBlock) (fsm.Block, error)
+	// ReserveBlocks proposes block requests of one or more sequences as
+	// one log entry and returns each request's outcome once the entry has
+	// committed and been applied on this node. An error is about the
+	// entry (not leader, timeout, shut down): no outcome is known.
+	ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error)
 	// VerifyLeader confirms leadership with evidence gathered after the
 	// call began and returns the term.
 	VerifyLeader(ctx context.Context) (uint64, error)
@@ -58,6 +63,19 @@ type Config struct {
 	MaxBlock int64
 	// BlockDuration is how long a block should last at the observed rate.
 	BlockDuration time.Duration
+	// RequestsPerBlock makes a block hold at least this many requests of
+	// the size the sequence has seen lately, so that a sequence too quiet
+	// for its rate to matter (one of thousands) still serves most
+	// requests from memory instead of waiting for a block each time.
+	RequestsPerBlock int64
+	// BatchesInFlight bounds the block entries proposed at once; block
+	// requests of every sequence that come while they are in flight wait
+	// and go together in the next entry (group commit across sequences).
+	BatchesInFlight int
+	// MaxCachedSequences bounds the sequences the leader keeps in memory
+	// (blocks and rate estimates); past it, the least recently used are
+	// forgotten, their unused IDs left as a gap.
+	MaxCachedSequences int
 	// SpanDivisor caps a block at (max-start+1)/SpanDivisor IDs (but at
 	// least MinSpanBlock), so that a small sequence is not used up by a
 	// few failovers.
@@ -78,12 +96,15 @@ type Config struct {
 // DefaultConfig returns the production block sizing.
 func DefaultConfig() Config {
 	return Config{
-		MinBlock:       1024,
-		MaxBlock:       1 << 28,
-		BlockDuration:  500 * time.Millisecond,
-		SpanDivisor:    1024,
-		MinSpanBlock:   64,
-		ProposeTimeout: 5 * time.Second,
+		MinBlock:           1024,
+		MaxBlock:           1 << 28,
+		BlockDuration:      500 * time.Millisecond,
+		RequestsPerBlock:   16,
+		BatchesInFlight:    2,
+		MaxCachedSequences: 100_000,
+		SpanDivisor:        1024,
+		MinSpanBlock:       64,
+		ProposeTimeout:     5 * time.Second,
 	}
 }
 
@@ -101,6 +122,10 @@ func (c Config) Validate() error {
 	if c.BlockDuration <= 0 || c.ProposeTimeout <= 0 {
 		errs = append(errs, errors.New("block duration and propose timeout must be positive"))
 	}
+	if c.RequestsPerBlock < 0 || c.BatchesInFlight < 1 || c.MaxCachedSequences < 1 {
+		errs = append(errs, fmt.Errorf("requests per block (%d) must not be negative, batches in flight (%d) and cached sequences (%d) at least 1",
+			c.RequestsPerBlock, c.BatchesInFlight, c.MaxCachedSequences))
+	}
 	return errors.Join(errs...)
 }
 
@@ -112,9 +137,10 @@ type Range struct {
 // Issuer serves reservations on the leader. The node tells it when leadership
 // starts (Acquire, after the Barrier) and ends (Drop).
 type Issuer struct {
-	p   Proposer
-	cfg Config
-	now func() time.Time // monotonic readings for rate estimates only
+	p       Proposer
+	cfg     Config
+	now     func() time.Time // monotonic readings for rate estimates only
+	batcher *batcher
 
 	mu      sync.RWMutex
 	serving bool
@@ -124,7 +150,9 @@ type Issuer struct {
 
 // New returns an issuer that serves nothing until LeadershipAcquired.
 func New(p Proposer, cfg Config) *Issuer {
-	return &Issuer{p: p, cfg: cfg, now: time.Now, seqs: map[string]*sequence{}}
+	is := &Issuer{p: p, cfg: cfg, now: time.Now, seqs: map[string]*sequence{}}
+	is.batcher = &batcher{is: is}
+	return is
 }
 
 // Acquire starts serving in term with no blocks. Call it only once this
@@ -170,6 +198,7 @@ func (is *Issuer) dropLocked() {
 		}
 		s.mu.Unlock()
 	}
+	is.batcher.discard() // requests not yet proposed belong to dead sequences
 	is.seqs = map[string]*sequence{}
 	is.serving = false
 }
@@ -204,6 +233,9 @@ func (is *Issuer) sequence(name string) (*sequence, uint64, error) {
 	if s, ok = is.seqs[name]; ok {
 		return s, term, nil
 	}
+	if len(is.seqs) >= is.cfg.MaxCachedSequences {
+		is.evictLocked()
+	}
 	span := st.Max - st.Start + 1 // start >= 1, so this fits an int64
 	capSize := max(span/is.cfg.SpanDivisor, is.cfg.MinSpanBlock)
 	s = &sequence{is: is, name: name, term: term, capSize: min(capSize, is.cfg.MaxBlock), lastProposal: is.now()}
@@ -211,17 +243,61 @@ func (is *Issuer) sequence(name string) (*sequence, uint64, error) {
 	return s, term, nil
 }
 
+// evictLocked forgets sequences until at most three quarters of
+// MaxCachedSequences are left, so that a sweep, which visits every cached
+// sequence, comes at most once per quarter of the bound's insertions. As in
+// the CLOCK algorithm, it first forgets those no request has used since the
+// previous sweep, then, if that was not enough, any without a proposal in
+// flight. A forgotten sequence's unused IDs are a gap; a request that holds
+// it looks it up again (errEvicted). is.mu is held.
+func (is *Issuer) evictLocked() {
+	target := is.cfg.MaxCachedSequences * 3 / 4
+	before := len(is.seqs)
+	for pass := 0; pass < 2 && len(is.seqs) > target; pass++ {
+		for name, s := range is.seqs {
+			if len(is.seqs) <= target {
+				break
+			}
+			s.mu.Lock()
+			if s.pending == nil && (pass == 1 || !s.used) {
+				s.evicted, s.dead = true, true
+				s.next, s.avail = 0, 0
+				delete(is.seqs, name)
+			}
+			s.used = false
+			s.mu.Unlock()
+		}
+	}
+	is.cfg.Metrics.ObserveSequencesEvicted(before - len(is.seqs))
+}
+
+// errEvicted: the sequence was forgotten while a request held it; the
+// request looks it up again.
+var errEvicted = errors.New("sequence evicted from the leader's cache")
+
 // Reserve hands out count IDs of the named sequence.
 func (is *Issuer) Reserve(ctx context.Context, name string, count int64) (Range, error) {
 	if count < 1 {
 		return Range{}, fmt.Errorf("%w: count %d", fsm.ErrInvalidCommand, count)
 	}
-	s, term, err := is.sequence(name)
-	if err != nil {
-		return Range{}, err
+	var (
+		first int64
+		term  uint64
+		err   error
+	)
+	for range maxTakeAttempts {
+		var s *sequence
+		if s, term, err = is.sequence(name); err != nil {
+			return Range{}, err
+		}
+		if first, err = s.take(ctx, count); !errors.Is(err, errEvicted) {
+			break
+		}
 	}
-	first, err := s.take(ctx, count)
-	if err != nil {
+	switch {
+	case errors.Is(err, errEvicted):
+		return Range{}, ErrContended
+	case err != nil:
 		return Range{}, err
 	}
 	if is.cfg.skipVerify() {
@@ -247,15 +323,19 @@ type sequence struct {
 	capSize int64
 
 	mu      sync.Mutex
-	dead    bool  // leadership ended: serve nothing more
+	dead    bool  // leadership ended, or evicted: serve nothing more
+	evicted bool  // forgotten by evictLocked (dead too)
+	used    bool  // a request came since the last eviction sweep
 	next    int64 // first unused ID, meaningful when avail > 0
 	avail   int64 // unused IDs from next on, all committed to this leader
 	pending *proposal
 
-	// Rate estimate, for block sizing only.
+	// Rate and request-size estimates, for block sizing only.
 	servedSince  int64
 	lastProposal time.Time
 	rate         float64 // IDs per second
+	largest      int64   // the largest request since the last proposal
+	reqSize      float64 // the request size a block is sized for
 	lastBlock    int64
 
 	faultState // the planted bugs' state, in the fault-injection build only
@@ -288,7 +368,14 @@ func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
 		s.mu.Lock()
 		if s.dead {
 			s.mu.Unlock()
+			if s.evicted {
+				return 0, errEvicted
+			}
 			return 0, ErrNotServing
+		}
+		s.used = true
+		if attempt == 0 {
+			s.largest = max(s.largest, count)
 		}
 		if s.avail >= count {
 			first := s.next
@@ -350,17 +437,22 @@ func (s *sequence) propose(need int64) {
 	// The rate is the average since the last proposal, folded into a
 	// moving average weighted by time (time constant rateWindow): after a
 	// long idle stretch the old rate is forgotten, so the first block after
-	// it is small. Proposals in the same clock tick accumulate.
+	// it is small. Proposals in the same clock tick accumulate. The request
+	// size is the largest request since the last proposal, or the earlier
+	// estimate fading on the same time constant if that was larger.
 	now := s.is.now()
 	if elapsed := now.Sub(s.lastProposal).Seconds(); elapsed > 0 {
 		sample := float64(s.servedSince) / elapsed
 		alpha := 1 - math.Exp(-elapsed/rateWindow.Seconds())
 		s.rate += alpha * (sample - s.rate)
+		s.reqSize *= 1 - alpha
 		s.servedSince, s.lastProposal = 0, now
 	}
+	s.reqSize = max(s.reqSize, float64(s.largest))
+	s.largest = 0
 
 	cfg := s.is.cfg
-	size := int64(s.rate * cfg.BlockDuration.Seconds())
+	size := int64(max(s.rate*cfg.BlockDuration.Seconds(), s.reqSize*float64(cfg.RequestsPerBlock)))
 	size = min(max(size, cfg.MinBlock), s.capSize)
 	size = max(size, need)
 	s.lastBlock = size
@@ -371,14 +463,12 @@ func (s *sequence) propose(need int64) {
 	}
 	p := &proposal{min: need, done: make(chan struct{})}
 	s.pending = p
-	go s.runProposal(p, size)
+	s.is.batcher.submit(blockCall{s: s, p: p, req: fsm.BlockRequest{Name: s.name, Count: size, Min: need}})
 }
 
-func (s *sequence) runProposal(p *proposal, size int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.is.cfg.ProposeTimeout)
-	defer cancel()
-	b, err := s.is.p.ReserveBlock(ctx, fsm.ReserveBlock{Name: s.name, Count: size, Min: p.min})
-
+// granted takes the outcome of proposal p: the block joins what is left, or
+// every request waiting on p fails with err.
+func (s *sequence) granted(p *proposal, b fsm.Block, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
