@@ -18,23 +18,26 @@ type Results struct {
 	InvalidReasons []string `json:"invalid_reasons,omitempty"`
 	// FirstViolationMs is the earliest moment (ms since the start) at which
 	// any violation was visible in the history.
-	FirstViolationMs float64                         `json:"first_violation_ms,omitempty"`
-	Ops              int                             `json:"ops"`
-	Counts           map[string]map[string]int       `json:"counts"`
-	IDsIssued        int64                           `json:"ids_issued"`
-	Sequences        []string                        `json:"sequences"`
-	WellFormed       WellFormedResult                `json:"well_formed"`
-	Uniqueness       UniquenessResult                `json:"uniqueness"`
-	Lost             LostResult                      `json:"lost"`
-	Linearizable     RealTimeResult                  `json:"linearizable_sorted"`
-	Reads            ReadResult                      `json:"reads"`
-	Porcupine        *PorcupineResult                `json:"porcupine,omitempty"`
-	Leases           LeaseResult                     `json:"leases"`
-	Snowflake        SnowflakeResult                 `json:"snowflake"`
-	Migration        MigrationResult                 `json:"migration"`
-	Availability     AvailabilityResult              `json:"availability"`
-	Latency          map[string]map[string]Quantiles `json:"latency"`
-	NemesisRuns      map[string]int                  `json:"nemesis_runs"`
+	FirstViolationMs float64                   `json:"first_violation_ms,omitempty"`
+	Ops              int                       `json:"ops"`
+	Counts           map[string]map[string]int `json:"counts"`
+	IDsIssued        int64                     `json:"ids_issued"`
+	Sequences        []string                  `json:"sequences"`
+	WellFormed       WellFormedResult          `json:"well_formed"`
+	Uniqueness       UniquenessResult          `json:"uniqueness"`
+	Lost             LostResult                `json:"lost"`
+	Linearizable     RealTimeResult            `json:"linearizable_sorted"`
+	Reads            ReadResult                `json:"reads"`
+	Porcupine        *PorcupineResult          `json:"porcupine,omitempty"`
+	Leases           LeaseResult               `json:"leases"`
+	Snowflake        SnowflakeResult           `json:"snowflake"`
+	Migration        MigrationResult           `json:"migration"`
+	Availability     AvailabilityResult        `json:"availability"`
+	// Workloads are the figures of each workload tagged in the history
+	// (the many-sequences workload: "many").
+	Workloads   map[string]WorkloadFigures      `json:"workloads,omitempty"`
+	Latency     map[string]map[string]Quantiles `json:"latency"`
+	NemesisRuns map[string]int                  `json:"nemesis_runs"`
 }
 
 // Analyze runs every checker on h.
@@ -61,6 +64,7 @@ func Analyze(h *History, opt Options) Results {
 		r.Porcupine = &p
 	}
 	r.Availability = Availability(h)
+	r.Workloads = Workloads(h.Ops)
 	r.Latency = Latency(h.Ops)
 	for _, n := range h.Nemeses {
 		r.NemesisRuns[n.Kind]++

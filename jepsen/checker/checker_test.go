@@ -3,6 +3,7 @@ package checker
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -356,5 +357,127 @@ func TestRealTime_SDKNextOrderedPerSessionOnly(t *testing.T) {
 	ops = append(ops, next(6, "c", 10, 11, 205))
 	if r := CheckUniqueness(ops); r.Valid {
 		t.Fatal("duplicate between a Next and a raw range not flagged")
+	}
+}
+
+// manySequences is simulate's linearizable history over n sequences of
+// per operations each, interleaved in time as one history: every
+// sequence starts at ID 1, so IDs of different sequences coincide, as
+// they may.
+func manySequences(n, per int) []Op {
+	var ops []Op
+	for k := 0; k < n; k++ {
+		seq := fmt.Sprintf("m%03d", k)
+		for _, o := range simulate(uint64(1000+k), per, 4) {
+			o.Seq, o.Workload = seq, "many"
+			o.Worker += 10 * (k % 8)
+			o.Index = int64(len(ops))
+			ops = append(ops, o)
+		}
+	}
+	return ops
+}
+
+func TestAnalyze_ManySequencesValidAndFast(t *testing.T) {
+	ops := manySequences(300, 60)
+	start := time.Now()
+	r := Analyze(&History{Ops: ops}, Options{Porcupine: PorcupineOptions{Window: 200}})
+	took := time.Since(start)
+	if !r.Valid {
+		t.Fatalf("invalid: %v", r.InvalidReasons)
+	}
+	if len(r.Sequences) != 300 || r.Porcupine.Windows != 300 || r.Porcupine.Ok != 300 || r.Lost.LostRanges != 0 || len(r.Lost.FinalNext) != 300 {
+		t.Fatalf("sequences %d, porcupine %+v, final next %d", len(r.Sequences), *r.Porcupine, len(r.Lost.FinalNext))
+	}
+	f := r.Workloads["many"]
+	if f.Sequences != 300 || f.Reserves[OK] == 0 || f.Reads[OK] == 0 || f.MaxSeqsInFlight < 2 {
+		t.Fatalf("figures %+v", f)
+	}
+	if r.Counts["reserve/many"][OK] != f.Reserves[OK] {
+		t.Fatalf("counts %v, figures %+v", r.Counts, f)
+	}
+	t.Logf("%d operations over 300 sequences checked in %v (porcupine %s)", len(ops), took, r.Porcupine.Elapsed)
+}
+
+func TestAnalyze_ManySequencesPlantedViolationsFound(t *testing.T) {
+	// A duplicate inside one of 300 sequences.
+	ops := manySequences(300, 40)
+	var a, b *Op
+	for i := range ops {
+		if ops[i].Seq == "m123" && ops[i].IsRange() {
+			if a == nil {
+				a = &ops[i]
+			} else if b == nil {
+				b = &ops[i]
+			}
+		}
+	}
+	b.First, b.Last, b.Count = a.First, a.Last, a.Count
+	r := Analyze(&History{Ops: ops}, Options{SkipPorcupine: true})
+	if r.Uniqueness.Valid || r.Uniqueness.Examples[0].Seq != "m123" {
+		t.Fatalf("duplicate in m123 not found: %+v", r.Uniqueness)
+	}
+	// A stale read in another: next at or below a range acknowledged
+	// before the read was invoked.
+	ops = manySequences(300, 40)
+	var last *Op
+	for i := range ops {
+		if ops[i].Seq != "m201" || ops[i].Final {
+			continue
+		}
+		if ops[i].IsRange() {
+			last = &ops[i]
+		}
+	}
+	stale := Op{Type: "op", Index: int64(len(ops)), Worker: 999, F: FRead, Seq: "m201", Outcome: OK, Workload: "many",
+		Invoke: last.Complete + 1, Complete: last.Complete + 2, Next: last.Last}
+	ops = append(ops, stale)
+	r = Analyze(&History{Ops: ops}, Options{Porcupine: PorcupineOptions{Window: 200}})
+	if r.Reads.Valid || r.Reads.Examples[0].Seq != "m201" || r.Porcupine.Valid {
+		t.Fatalf("stale read in m201 not found: reads %+v porcupine %+v", r.Reads, *r.Porcupine)
+	}
+}
+
+func TestWorkloads_SequencesInFlight(t *testing.T) {
+	op := func(seq string, inv, cmp float64, outcome string) Op {
+		o := rng(0, seq, inv, cmp, 1, 10)
+		o.Outcome, o.Workload = outcome, "many"
+		if outcome != OK {
+			o.First, o.Last = 0, 0
+		}
+		return o
+	}
+	ops := []Op{
+		op("a", 0, 10, OK),
+		op("a", 1, 4, OK), // the same sequence twice: one sequence in flight
+		op("b", 2, 6, Unknown),
+		op("c", 3, 5, OK),
+		op("d", 20, 30, OK),
+		rng(9, "main", 0, 100, 1, 10), // untagged: not counted
+	}
+	exhausted := op("c", 40, 41, Fail)
+	exhausted.Status = 409
+	ops = append(ops, exhausted, read(10, "a", 50, 51, 11))
+	ops[len(ops)-1].Workload = "many"
+	w := Workloads(ops)
+	f, ok := w["many"]
+	if !ok || len(w) != 1 {
+		t.Fatalf("workloads %v", w)
+	}
+	// 0..10: a; 2..6: b; 3..5: c → 3 at once (3..4).
+	if f.MaxSeqsInFlight != 3 || f.Sequences != 4 || f.SequencesWithRanges != 3 || f.Refused409 != 1 {
+		t.Fatalf("figures %+v", f)
+	}
+	if f.Reserves[OK] != 4 || f.Reserves[Unknown] != 1 || f.Reserves[Fail] != 1 || f.Reads[OK] != 1 || f.IDs != 40 {
+		t.Fatalf("figures %+v", f)
+	}
+	// Busy 0..10, 20..30 and 40..41 (every reservation counts, whatever
+	// its outcome), 21 ms; sequences in flight: 0-2 1, 2-3 2, 3-5 3, 5-6 2,
+	// 6-10 1, 20-30 1, 40-41 1 → (2+2+6+2+4+10+1)/21 = 1.29.
+	if f.MeanSeqsInFlight != 1.29 {
+		t.Fatalf("mean %v", f.MeanSeqsInFlight)
+	}
+	if f.OpsPerSeqMin != 1 || f.OpsPerSeqMax != 3 {
+		t.Fatalf("ops per sequence %+v", f)
 	}
 }

@@ -89,6 +89,12 @@ type Op struct {
 	// (wrong length, wrong sequence, non-positive ID).
 	Malformed string `json:"malformed,omitempty"`
 
+	// Workload names the workload of an operation outside the main one
+	// ("many": the many-sequences workload), for its figures (Workloads)
+	// and its own rows in the counts and latencies; every check goes by
+	// sequence and ignores it.
+	Workload string `json:"workload,omitempty"`
+
 	// Cluster is "" for the main cluster, or the name of a cluster
 	// restored from a backup of it (migration): operations on such a
 	// cluster are kept out of the main cluster's checks.

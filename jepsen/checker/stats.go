@@ -30,12 +30,17 @@ func quantiles(ns []int64) Quantiles {
 }
 
 // opKind is the operation kind counts and latencies are kept under: the
-// kind, and for a restored cluster its name ("reserve@B1").
+// kind, its workload if not the main one ("reserve/many"), and for a
+// restored cluster its name ("reserve@B1").
 func opKind(o *Op) string {
-	if o.Cluster != "" {
-		return o.F + "@" + o.Cluster
+	f := o.F
+	if o.Workload != "" {
+		f += "/" + o.Workload
 	}
-	return o.F
+	if o.Cluster != "" {
+		f += "@" + o.Cluster
+	}
+	return f
 }
 
 // Latency returns latency quantiles per operation kind and outcome (final
