@@ -67,6 +67,10 @@ type config struct {
 	Readers         int
 	RWWorkers       int
 	SDKWorkers      int
+	// ManySeqs sequences for the many-sequences workload, and its
+	// workers (many.go).
+	ManySeqs    int
+	ManyWorkers int
 	// Snowflake generators and their rate (IDs per second each), raw
 	// lease workers, and the migration (backup, restore into a new
 	// cluster).
@@ -148,6 +152,8 @@ func run(args []string) int {
 	fs.IntVar(&cfg.SmallWorkers, "small-workers", 2, "reservation workers on small sequences (64..128-ID blocks: every request waits on a fresh block)")
 	fs.IntVar(&cfg.Readers, "readers", 2, "workers reading GET /v1/sequences/{name}")
 	fs.IntVar(&cfg.RWWorkers, "rw-workers", 1, "workers that reserve on a small sequence and then read it back, retrying the read every 2 ms while it fails (the first read a new leader serves)")
+	fs.IntVar(&cfg.ManySeqs, "many-sequences", 300, "sequences of the many-sequences workload, created at setup (jep-many-NNN; a third unbounded, a third of 2^20 IDs, a third of 2,048 IDs that run out)")
+	fs.IntVar(&cfg.ManyWorkers, "many-workers", 8, "many-sequences workers: each operation a reservation (or one in five a read) on a sequence drawn at random, through a random node, so that many sequences wait for blocks at once (group commit across sequences)")
 	fs.IntVar(&cfg.SDKWorkers, "sdk-workers", 2, "goroutines calling the SDK's Sequence.Next (two per Sequence)")
 	fs.IntVar(&cfg.SnowflakeWorkers, "snowflake-workers", 2, "Snowflake generators (the SDK's client.Snowflake, each its own holder) issuing IDs of namespace jep-sf (3 s leases, 6 s recycle delay); every ID is checked")
 	fs.Float64Var(&cfg.SnowflakeRate, "snowflake-rate", 200, "IDs per second each Snowflake generator issues (in bursts every 50 ms)")
@@ -257,6 +263,10 @@ func (c *config) validate() error {
 		return errors.New("--workers must be at least 1")
 	case c.OpTimeout <= 0:
 		return errors.New("--op-timeout must be positive")
+	case c.ManySeqs < 0 || c.ManySeqs > 10_000 || c.ManyWorkers < 0:
+		return errors.New("--many-sequences: want 0..10000; --many-workers must not be negative")
+	case c.ManyWorkers > 0 && c.ManySeqs == 0:
+		return errors.New("--many-workers needs --many-sequences > 0")
 	}
 	switch {
 	case c.SnowflakeWorkers < 0 || c.LeaseWorkers < 0:

@@ -225,11 +225,70 @@ func TestValidateFaultsAndNewWorkloads(t *testing.T) {
 		"advance 0":       func(c *config) { c.MigrationAdvance = 0 },
 		"hold too long":   func(c *config) { c.LeaseHold = 3 * time.Second },
 		"hold too short":  func(c *config) { c.LeaseHold = 20 * time.Millisecond },
+		"many: negative":  func(c *config) { c.ManySeqs = -1 },
+		"many: too many":  func(c *config) { c.ManySeqs = 10_001 },
+		"many: no seqs":   func(c *config) { c.ManySeqs, c.ManyWorkers = 0, 4 },
 	} {
 		c := base
 		mod(&c)
 		if c.validate() == nil {
 			t.Errorf("%s accepted", name)
 		}
+	}
+}
+
+func TestManyShapes(t *testing.T) {
+	// The three shapes in turn; blocks capped at 1,024 and 64 IDs (a span
+	// divisor of 1024, at least 64: the server's defaults) for the bounded
+	// ones.
+	want := []manyShape{{0, 1000}, {1 << 20, 1000}, {2048, 100}}
+	for k := 0; k < 6; k++ {
+		if got := manyShapeOf(k); got != want[k%3] {
+			t.Errorf("sequence %d: %+v, want %+v", k, got, want[k%3])
+		}
+	}
+	if manySeq(7) != "jep-many-007" || !strings.HasPrefix(manySeq(299), "jep-many-") {
+		t.Fatalf("names %s %s", manySeq(7), manySeq(299))
+	}
+}
+
+func TestManySeqNamesEveryGeneration(t *testing.T) {
+	w := &workload{many: make([]manySequence, 3)}
+	w.many[1].gen.Store(2)
+	got := w.manySeqNames()
+	want := []string{"jep-many-000", "jep-many-001", "jep-many-001-g1", "jep-many-001-g2", "jep-many-002"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestReport_ManySequencesSummarized(t *testing.T) {
+	var ops []checker.Op
+	for k := 0; k < 300; k++ {
+		ops = append(ops, checker.Op{Type: "op", Index: int64(k), Worker: k % 6, F: checker.FReserve, Seq: manySeq(k), Count: 10,
+			Invoke: int64(k), Complete: int64(k) + 10, Outcome: checker.OK, First: 1, Last: 10, Workload: manyWorkload})
+		ops = append(ops, checker.Op{Type: "op", Index: int64(1000 + k), Worker: 10_000, F: checker.FRead, Seq: manySeq(k),
+			Invoke: 1 << 40, Complete: 1<<40 + 1, Outcome: checker.OK, Next: 11, Final: true, Workload: manyWorkload})
+	}
+	h := &checker.History{Ops: ops}
+	r := runResults{Results: checker.Analyze(h, checker.Options{})}
+	r.Run.ManySequences = 300
+	if !r.Valid {
+		t.Fatalf("invalid: %v", r.InvalidReasons)
+	}
+	s := manySummary(&r)
+	for _, want := range []string{"300 sequences created at setup and 0 more", "300 operated on", "reservations: 300 ok"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary %q lacks %q", s, want)
+		}
+	}
+	page := renderReport(&r, h)
+	for _, want := range []string{"Many-sequences workload", "jep-many-000..jep-many-299 (300 sequences)", "and 288 more in results.json", "reserve/many"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "jep-many-150,") {
+		t.Error("report lists every sequence")
 	}
 }

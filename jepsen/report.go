@@ -88,7 +88,7 @@ svg text{font:11px system-ui,sans-serif}
 	check("well-formed answers", r.WellFormed.Valid, fmt.Sprintf("%d malformed", r.WellFormed.Malformed))
 	check("uniqueness", r.Uniqueness.Valid, fmt.Sprintf("%d acknowledged ranges, %d IDs; %d overlapping ranges, %d IDs handed out twice",
 		r.Uniqueness.Ranges, r.Uniqueness.IDs, r.Uniqueness.OverlappingRanges, r.Uniqueness.DuplicatedIDs))
-	lostFig := fmt.Sprintf("%d lost ranges (%d IDs); final next %v", r.Lost.LostRanges, r.Lost.LostIDs, r.Lost.FinalNext)
+	lostFig := fmt.Sprintf("%d lost ranges (%d IDs); final next %s", r.Lost.LostRanges, r.Lost.LostIDs, finalNexts(r.Lost.FinalNext))
 	if !r.Lost.Checked {
 		lostFig = "NOT CHECKED: no final read of " + strings.Join(r.Lost.Unread, ", ")
 	}
@@ -148,13 +148,17 @@ svg text{font:11px system-ui,sans-serif}
 		fmt.Fprintf(&b, `<h3>Example violations</h3><pre>%s</pre>`, e(string(j)))
 	}
 
+	if s := manySummary(r); s != "" {
+		fmt.Fprintf(&b, `<h2>Many-sequences workload</h2><p>%s. Every operation on a sequence drawn at random, through a random node; checked per sequence like every other sequence (above).</p>`, e(s))
+	}
+
 	b.WriteString(`<h2>Operations</h2><table><tr><th class="l">operation</th><th>ok</th><th>fail</th><th>unknown</th></tr>`)
 	for _, f := range sortedMapKeys(r.Counts) {
 		m := r.Counts[f]
 		fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%d</td><td>%d</td><td>%d</td></tr>`, e(f), m[checker.OK], m[checker.Fail], m[checker.Unknown])
 	}
 	fmt.Fprintf(&b, `</table><p>%d operations, %d IDs issued in acknowledged ranges and Next results of the main cluster, %d by restored clusters, %d Snowflake IDs; sequences and namespaces: %s. A snowflake operation is a burst of Next calls; <i>@B1</i> marks operations on a restored cluster.</p>`,
-		r.Ops, r.IDsIssued, m.IDs, sf.IDs, e(strings.Join(r.Sequences, ", ")))
+		r.Ops, r.IDsIssued, m.IDs, sf.IDs, e(sequenceList(r.Sequences)))
 
 	if len(sf.TenureList) > 0 {
 		fmt.Fprintf(&b, `<h2>Snowflake worker ids</h2><p>Each row one generator's use of one worker id (consecutive IDs carrying it): the timestamps of its first and last ID (ticks of the namespace since its epoch) and the real time of the first and last burst. %d tenures`, sf.Tenures)
@@ -229,6 +233,43 @@ svg text{font:11px system-ui,sans-serif}
 	}
 	b.WriteString(`<h2>Files</h2><p><a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="run.log">run.log</a> · <a href="logs/">node logs</a></p></body></html>`)
 	return b.String()
+}
+
+// sequenceList names the sequences, the many-sequences workload's as one
+// span with their number.
+func sequenceList(seqs []string) string {
+	var out []string
+	var many []string
+	for _, s := range seqs {
+		if strings.HasPrefix(s, "jep-many-") {
+			many = append(many, s)
+		} else {
+			out = append(out, s)
+		}
+	}
+	if len(many) > 0 {
+		out = append(out, fmt.Sprintf("%s..%s (%d sequences)", many[0], many[len(many)-1], len(many)))
+	}
+	return strings.Join(out, ", ")
+}
+
+// finalNexts lists the final next of each sequence, the first dozen only
+// (results.json has them all).
+func finalNexts(m map[string]int64) string {
+	keys := sortedMapKeys(m)
+	// The many-sequences workload's last: the others are few and named.
+	sort.SliceStable(keys, func(i, j int) bool {
+		return !strings.HasPrefix(keys[i], "jep-many-") && strings.HasPrefix(keys[j], "jep-many-")
+	})
+	var parts []string
+	for i, k := range keys {
+		if i == 12 {
+			parts = append(parts, fmt.Sprintf("and %d more in results.json", len(keys)-12))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func orDash(s string) string {

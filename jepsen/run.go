@@ -36,9 +36,14 @@ type runInfo struct {
 	TotalSeconds    float64           `json:"total_seconds"`
 	NodeFlags       []string          `json:"node_flags"`
 	Workers         map[string]int    `json:"workers"`
-	Interrupted     bool              `json:"interrupted,omitempty"`
-	FinalHeal       string            `json:"final_heal"`
-	Notes           []string          `json:"notes,omitempty"`
+	// ManySequences is how many sequences the many-sequences workload
+	// created at setup, ManyReplacements how many more it created to
+	// replace used-up ones.
+	ManySequences    int      `json:"many_sequences,omitempty"`
+	ManyReplacements int      `json:"many_replacements,omitempty"`
+	Interrupted      bool     `json:"interrupted,omitempty"`
+	FinalHeal        string   `json:"final_heal"`
+	Notes            []string `json:"notes,omitempty"`
 	// StoppedOnViolation: the online check saw a violation and ended the
 	// run early; DetectedAtMs is when (since the start).
 	// Snapshots counts, from the nodes' logs, the Raft snapshots taken and
@@ -160,8 +165,9 @@ func execute(ctx context.Context, cfg *config) int {
 		Mode: map[bool]string{true: "docker", false: "process"}[cfg.Docker], Backend: b.name(), Nodes: cfg.Nodes,
 		Seed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Schedule: cfg.Schedule, Nemeses: kinds, Skipped: nem.skipped,
 		Faults: cfg.Faults, FaultsBuild: cfg.faultsBuild(), Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
+		ManySequences: len(w.many),
 		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers,
-			"sdk": cfg.SDKWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers},
+			"sdk": cfg.SDKWorkers, "many": cfg.ManyWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers},
 	}
 
 	// The workload and the nemeses run until the time limit, the cycles
@@ -169,8 +175,8 @@ func execute(ctx context.Context, cfg *config) int {
 	// harness is interrupted.
 	runCtx, cancelRun := context.WithTimeout(ctx, cfg.TimeLimit)
 	defer cancelRun()
-	logf("workload: %d raw, %d small-sequence, %d read, %d read-after-write, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
-		cfg.RawWorkers, cfg.SmallWorkers, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
+	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
+		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
 	w.start(runCtx, cfg.Seed)
 	for _, n := range []string{w.sdkNote, w.sfNote, clockNote} {
 		if n != "" {
@@ -258,6 +264,7 @@ func execute(ctx context.Context, cfg *config) int {
 		sleepCtx(fctx, cfg.FinalWorkload)
 		w.halt()
 	}
+	info.ManyReplacements = len(w.manySeqNames()) - len(w.many)
 	info.Migrations = migs
 	info.MigrationWanted = cfg.Migration && !cfg.Docker && !interrupted && !stopped
 	for _, m := range migs {
@@ -360,8 +367,12 @@ func summarize(logf func(string, ...any), r *runResults) {
 	sort.Strings(kinds)
 	logf("operations %d, IDs issued %d, duplicates %d, lost %d, linearizability violations %d, stale reads %d",
 		r.Ops, r.IDsIssued, r.Uniqueness.DuplicatedIDs, r.Lost.LostRanges, r.Linearizable.Violations, r.Reads.Stale+r.Reads.NonMonotonic)
-	for f, m := range r.Counts {
-		logf("  %-8s ok %d, fail %d, unknown %d", f, m[checker.OK], m[checker.Fail], m[checker.Unknown])
+	for _, f := range sortedMapKeys(r.Counts) {
+		m := r.Counts[f]
+		logf("  %-14s ok %d, fail %d, unknown %d", f, m[checker.OK], m[checker.Fail], m[checker.Unknown])
+	}
+	if s := manySummary(r); s != "" {
+		logf("many sequences: %s", s)
 	}
 	l, sf, m := r.Leases, r.Snowflake, r.Migration
 	logf("snowflake: %d IDs from %d generators, %d tenures, %d leases seen; duplicates %d, not increasing %d, overlapping tenures %d",

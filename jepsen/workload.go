@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type workload struct {
 	smallMu  sync.Mutex
 	limiter  *limiter
 
+	// many is the many-sequences workload's sequences (many.go).
+	many []manySequence
+
 	sdkMu      sync.Mutex
 	sdkClients []*client.Client
 	sdkNote    string
@@ -75,6 +79,9 @@ func (w *workload) setup(ctx context.Context) error {
 		}
 	}
 	if err := w.create(ctx, smallSeq(1), &api.CreateSequenceRequest{Start: ptr(int64(1)), Max: ptr(int64(smallSpan))}); err != nil {
+		return err
+	}
+	if err := w.setupMany(ctx); err != nil {
 		return err
 	}
 	return w.setupNamespaces(ctx)
@@ -156,6 +163,11 @@ func (w *workload) start(ctx context.Context, seed uint64) {
 				}
 				return false
 			}, rnd)
+		})
+	}
+	for i := 0; i < w.cfg.ManyWorkers; i++ {
+		spawn(func(worker int, rnd *rand.Rand) {
+			w.loop(func() bool { return w.manyOp(worker, rnd) }, rnd)
 		})
 	}
 	for i := 0; i < w.cfg.Readers; i++ {
@@ -369,7 +381,16 @@ func (w *workload) reserve(worker int, rnd *rand.Rand, seq string, count int64) 
 // reserveOn is one raw POST /v1/sequences/{seq}/ranges through node n of
 // cluster cl.
 func (w *workload) reserveOn(cl *Cluster, n *Node, worker int, seq string, count int64) bool {
-	o := w.rec.invoke(checker.Op{Worker: worker, F: checker.FReserve, Node: n.ID, Seq: seq, Count: count, Cluster: cl.name})
+	return w.reserveOp(cl, n, checker.Op{Worker: worker, Seq: seq, Count: count}).Outcome == checker.OK
+}
+
+// reserveOp sends the reservation o describes (Worker, Seq, Count, and
+// Workload if not the main one) through node n of cluster cl, records it
+// and returns it completed.
+func (w *workload) reserveOp(cl *Cluster, n *Node, op checker.Op) checker.Op {
+	op.F, op.Node, op.Cluster = checker.FReserve, n.ID, cl.name
+	o := w.rec.invoke(op)
+	seq, count := o.Seq, o.Count
 	body, _ := json.Marshal(api.ReserveRequest{Count: count})
 	r := w.do(http.MethodPost, cl.url(n, "/v1/sequences/"+seq+"/ranges"), body)
 	if r.err == nil && r.status == http.StatusOK {
@@ -392,7 +413,7 @@ func (w *workload) reserveOn(cl *Cluster, n *Node, worker int, seq string, count
 		}
 	}
 	w.rec.done(o)
-	return o.Outcome == checker.OK
+	return *o
 }
 
 // rotateSmall moves the small-sequence workers to a new sequence once the
@@ -419,7 +440,15 @@ func (w *workload) read(worker int, rnd *rand.Rand, seq string, final bool) bool
 }
 
 func (w *workload) readVia(worker int, n *Node, seq string, final bool) bool {
-	o := w.rec.invoke(checker.Op{Worker: worker, F: checker.FRead, Node: n.ID, Seq: seq, Final: final})
+	return w.readOp(n, checker.Op{Worker: worker, Seq: seq, Final: final}).Outcome == checker.OK
+}
+
+// readOp sends the read o describes (Worker, Seq, Final, and Workload if
+// not the main one) through node n, records it and returns it completed.
+func (w *workload) readOp(n *Node, op checker.Op) checker.Op {
+	op.F, op.Node = checker.FRead, n.ID
+	o := w.rec.invoke(op)
+	seq := o.Seq
 	r := w.do(http.MethodGet, w.c.url(n, "/v1/sequences/"+seq), nil)
 	if r.err == nil && r.status == http.StatusOK {
 		var s api.Sequence
@@ -438,7 +467,7 @@ func (w *workload) readVia(worker int, n *Node, seq string, final bool) bool {
 		classify(o, r)
 	}
 	w.rec.done(o)
-	return o.Outcome == checker.OK
+	return *o
 }
 
 // next is one SDK Sequence.Next call.
@@ -462,33 +491,66 @@ func (w *workload) next(worker int, s *client.Sequence, session string) {
 	w.rec.done(o)
 }
 
+// finalReaders is how many final reads run at once: with the
+// many-sequences workload there are hundreds of sequences to read.
+const finalReaders = 4
+
 // finalReads reads every sequence's next through the members (the first
-// that answers), retrying for a bounded time, for the lost check.
+// that answers), retrying each for a bounded time, for the lost check. It
+// returns the sequences it could not read. Each of the finalReaders
+// goroutines reads as its own worker (worker, worker+1, ...), so that no
+// two reads of one worker id overlap in the history.
 func (w *workload) finalReads(ctx context.Context, worker int) []string {
-	seqs := append(append([]string{}, mainSeqs...), sdkSeq)
-	for k := int64(1); k <= w.smallIdx.Load(); k++ {
-		seqs = append(seqs, smallSeq(k))
+	type job struct{ seq, workload string }
+	var jobs []job
+	for _, s := range append(append([]string{}, mainSeqs...), sdkSeq) {
+		jobs = append(jobs, job{seq: s})
 	}
+	for k := int64(1); k <= w.smallIdx.Load(); k++ {
+		jobs = append(jobs, job{seq: smallSeq(k)})
+	}
+	for _, s := range w.manySeqNames() {
+		jobs = append(jobs, job{seq: s, workload: manyWorkload})
+	}
+	next := make(chan job)
+	var mu sync.Mutex
 	var unread []string
-	for _, s := range seqs {
-		ok := false
-		deadline := time.Now().Add(30 * time.Second)
-		for !ok && time.Now().Before(deadline) && ctx.Err() == nil {
-			for _, n := range w.c.Members() {
-				if w.readVia(worker, n, s, true) {
-					ok = true
-					break
+	var wg sync.WaitGroup
+	for i := 0; i < finalReaders; i++ {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			for j := range next {
+				if !w.finalRead(ctx, worker, j.seq, j.workload) {
+					mu.Lock()
+					unread = append(unread, j.seq)
+					mu.Unlock()
 				}
 			}
-			if !ok {
-				sleepCtx(ctx, 200*time.Millisecond)
+		}(worker + i)
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	sort.Strings(unread)
+	return unread
+}
+
+// finalRead reads one sequence through the members until one answers, for
+// at most 30 s.
+func (w *workload) finalRead(ctx context.Context, worker int, seq, workload string) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, n := range w.c.Members() {
+			if w.readOp(n, checker.Op{Worker: worker, Seq: seq, Final: true, Workload: workload}).Outcome == checker.OK {
+				return true
 			}
 		}
-		if !ok {
-			unread = append(unread, s)
-		}
+		sleepCtx(ctx, 200*time.Millisecond)
 	}
-	return unread
+	return false
 }
 
 // limiter spaces operations evenly over all workers.

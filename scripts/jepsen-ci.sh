@@ -3,7 +3,9 @@
 # per-node network namespaces, every nemesis kind once (one cycle, 2-3 s per
 # fault; the clock kind makes the harness run the faults build, with nothing
 # planted, for its /unsafe/clock control) under every workload (sequences,
-# SDK, Snowflake generators, raw leases), then the final heal, the migration (backup under load, restore
+# 300 sequences picked at random by 12 workers so that many wait for blocks
+# at once, SDK, Snowflake generators, raw leases), then the final heal, the
+# migration (backup under load, restore
 # into a fresh 3-node cluster, a second restore that must be refused) and
 # every checker. Bounded to under 5 minutes of wall clock; exits non-zero if
 # the history is invalid (1), the run was inconclusive (2), or a nemesis kind
@@ -24,6 +26,7 @@ budget=$(( 290 - ($(date +%s) - start) ))
 (( budget > 120 )) || { echo "jepsen-ci: not enough time left ($budget s)" >&2; exit 2; }
 args=(--nodes 5 --nemesis all --schedule cycle --cycles 1 --time-limit 3m
       --fault-min 2s --fault-max 3s --quiet 1s --final-workload 3s
+      --many-sequences 300 --many-workers 12
       --snowflake-workers 2 --lease-workers 2 --migration --out "$out")
 if [[ $(id -u) == 0 ]]; then
   args+=(--require-all-kinds)
