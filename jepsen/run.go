@@ -39,11 +39,15 @@ type runInfo struct {
 	// ManySequences is how many sequences the many-sequences workload
 	// created at setup, ManyReplacements how many more it created to
 	// replace used-up ones.
-	ManySequences    int      `json:"many_sequences,omitempty"`
-	ManyReplacements int      `json:"many_replacements,omitempty"`
-	Interrupted      bool     `json:"interrupted,omitempty"`
-	FinalHeal        string   `json:"final_heal"`
-	Notes            []string `json:"notes,omitempty"`
+	ManySequences    int `json:"many_sequences,omitempty"`
+	ManyReplacements int `json:"many_replacements,omitempty"`
+	// BlockEntries: how the blocks the audit retained were committed,
+	// alone or grouped with other sequences' (read from the leader at the
+	// end).
+	BlockEntries *blockEntries `json:"block_entries,omitempty"`
+	Interrupted  bool          `json:"interrupted,omitempty"`
+	FinalHeal    string        `json:"final_heal"`
+	Notes        []string      `json:"notes,omitempty"`
 	// StoppedOnViolation: the online check saw a violation and ended the
 	// run early; DetectedAtMs is when (since the start).
 	// Snapshots counts, from the nodes' logs, the Raft snapshots taken and
@@ -280,6 +284,11 @@ func execute(ctx context.Context, cfg *config) int {
 		if unread := w.finalReads(fctx, 10_000); len(unread) > 0 {
 			logf("final reads failed for %v", unread)
 		}
+		if be, err := countBlockEntries(fctx, c); err != nil {
+			logf("audit of block entries: %v", err)
+		} else {
+			info.BlockEntries = &be
+		}
 	}
 	h, err := rec.close(checker.Meta{WorkloadEnd: workloadEnd, Started: t0.UTC(), Info: map[string]string{"seed": fmt.Sprint(cfg.Seed)}})
 	if err != nil {
@@ -373,6 +382,9 @@ func summarize(logf func(string, ...any), r *runResults) {
 	}
 	if s := manySummary(r); s != "" {
 		logf("many sequences: %s", s)
+	}
+	if b := r.Run.BlockEntries; b != nil {
+		logf("block entries (audit): %s", b)
 	}
 	l, sf, m := r.Leases, r.Snowflake, r.Migration
 	logf("snowflake: %d IDs from %d generators, %d tenures, %d leases seen; duplicates %d, not increasing %d, overlapping tenures %d",
