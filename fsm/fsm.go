@@ -319,6 +319,25 @@ func (f *FSM) Sequences() []Sequence {
 	return f.sortedSequences()
 }
 
+// SequencesPage returns up to limit sequences whose names are strictly
+// greater than after (in byte order; "" starts at the first), sorted by name,
+// and whether more sequences follow the last one returned. A limit below 1
+// returns none.
+func (f *FSM) SequencesPage(after string, limit int) (page []Sequence, more bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	all := f.sortedSequences()
+	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
+	all = all[i:]
+	if limit < 1 {
+		return nil, len(all) > 0
+	}
+	if len(all) > limit {
+		return all[:limit:limit], true
+	}
+	return all, false
+}
+
 func (f *FSM) sortedSequences() []Sequence {
 	out := make([]Sequence, 0, len(f.sequences))
 	for _, s := range f.sequences {
