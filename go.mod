@@ -3,6 +3,7 @@ module github.com/ticketd/ticketd
 go 1.26.8
 
 require (
+	github.com/google/btree v1.1.3
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1

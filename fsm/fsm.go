@@ -20,6 +20,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/google/btree"
 	"github.com/hashicorp/raft"
 )
 
@@ -94,8 +95,13 @@ type Member struct {
 // FSM implements raft.FSM. Apply runs on raft's FSM goroutine; the read
 // methods may be called from any goroutine.
 type FSM struct {
-	mu         sync.RWMutex
-	sequences  map[string]*Sequence
+	mu        sync.RWMutex
+	sequences map[string]*Sequence
+	// byName holds the same *Sequence values as sequences, ordered by
+	// name: listing a page costs O(log n + limit), and snapshots and
+	// listings walk it in order instead of sorting the map (issue #17).
+	// Every write to sequences writes it too (applyCreate, install).
+	byName     *btree.BTreeG[*Sequence]
 	members    map[string]Member
 	namespaces map[string]*Namespace
 	leases     map[string]map[int64]*Lease // namespace -> worker id -> latest lease
@@ -120,6 +126,7 @@ var _ raft.FSM = (*FSM)(nil)
 func New() *FSM {
 	return &FSM{
 		sequences:  make(map[string]*Sequence),
+		byName:     newSequenceIndex(),
 		members:    make(map[string]Member),
 		namespaces: make(map[string]*Namespace),
 		leases:     make(map[string]map[int64]*Lease),
@@ -277,6 +284,7 @@ func (f *FSM) applyCreate(c CreateSequence) any {
 	}
 	s := &Sequence{Name: c.Name, Start: c.Start, Max: c.Max, Issued: c.Start - 1}
 	f.sequences[c.Name] = s
+	f.byName.ReplaceOrInsert(s)
 	return CreateResult{Sequence: *s, Created: true}
 }
 
@@ -322,29 +330,42 @@ func (f *FSM) Sequences() []Sequence {
 // SequencesPage returns up to limit sequences whose names are strictly
 // greater than after (in byte order; "" starts at the first), sorted by name,
 // and whether more sequences follow the last one returned. A limit below 1
-// returns none.
+// returns none. It costs O(log n + limit) for n sequences.
 func (f *FSM) SequencesPage(after string, limit int) (page []Sequence, more bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	all := f.sortedSequences()
-	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
-	all = all[i:]
-	if limit < 1 {
-		return nil, len(all) > 0
+	limit = max(limit, 0)
+	if limit > 0 {
+		page = make([]Sequence, 0, min(limit, f.byName.Len()))
 	}
-	if len(all) > limit {
-		return all[:limit:limit], true
-	}
-	return all, false
+	f.byName.AscendGreaterOrEqual(&Sequence{Name: after}, func(s *Sequence) bool {
+		if s.Name == after {
+			return true // strictly after
+		}
+		if len(page) == limit {
+			more = true
+			return false
+		}
+		page = append(page, *s)
+		return true
+	})
+	return page, more
 }
 
 func (f *FSM) sortedSequences() []Sequence {
-	out := make([]Sequence, 0, len(f.sequences))
-	for _, s := range f.sequences {
+	out := make([]Sequence, 0, f.byName.Len())
+	f.byName.Ascend(func(s *Sequence) bool {
 		out = append(out, *s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		return true
+	})
 	return out
+}
+
+// newSequenceIndex returns an empty index of sequences by name (byte order).
+// Degree 32 (nodes of 31 to 63 items) is what etcd's key index uses; the
+// tree adds about 10 bytes per sequence to the map's entry.
+func newSequenceIndex() *btree.BTreeG[*Sequence] {
+	return btree.NewG(32, func(a, b *Sequence) bool { return a.Name < b.Name })
 }
 
 // Member returns the metadata of one node.
@@ -415,9 +436,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // state's; f.mu is held.
 func (f *FSM) install(st snapshotState) {
 	f.sequences = make(map[string]*Sequence, len(st.Sequences))
+	f.byName = newSequenceIndex()
 	for i := range st.Sequences {
-		s := st.Sequences[i]
-		f.sequences[s.Name] = &s
+		s := &st.Sequences[i]
+		f.sequences[s.Name] = s
+		f.byName.ReplaceOrInsert(s)
 	}
 	f.namespaces = make(map[string]*Namespace, len(st.Namespaces))
 	f.leases = make(map[string]map[int64]*Lease, len(st.Namespaces))

@@ -108,6 +108,11 @@ func FuzzApplyLog(f *testing.F) {
 		if ib, tb := twins[1].LastApplied(); ia != ib || ta != tb {
 			t.Fatalf("twins applied up to %d/%d and %d/%d", ia, ta, ib, tb)
 		}
+		for _, f := range twins {
+			if err := f.CheckSequenceIndex(); err != nil {
+				t.Fatalf("after the log: %v", err)
+			}
+		}
 		snap := persist(t, twins[0])
 		if other := persist(t, twins[1]); !bytes.Equal(snap, other) {
 			t.Fatalf("twins fed the same log persist different snapshots\n%s\n%s", snap, other)
@@ -122,6 +127,9 @@ func FuzzApplyLog(f *testing.F) {
 		}
 		if again := persist(t, r); !bytes.Equal(again, snap) {
 			t.Fatalf("snapshot → restore → snapshot changed the bytes\n%s\n%s", snap, again)
+		}
+		if err := r.CheckSequenceIndex(); err != nil {
+			t.Fatalf("after a restore: %v", err)
 		}
 		rep := twins[0].CheckAudit()
 		if !reflect.DeepEqual(rep, r.CheckAudit()) {

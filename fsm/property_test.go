@@ -272,6 +272,9 @@ func checkResponse(t *testing.T, l *raft.Log, resp any, f *fsm.FSM, seqs map[str
 	}
 	// The whole state agrees with the tracking: marks within bounds, never
 	// decreasing, no sequence the responses did not announce.
+	if err := f.CheckSequenceIndex(); err != nil {
+		t.Fatalf("entry %d: %v", l.Index, err)
+	}
 	got := f.Sequences()
 	if len(got) != len(seqs) {
 		t.Fatalf("entry %d: FSM has %d sequences, responses announced %d", l.Index, len(got), len(seqs))
@@ -441,6 +444,9 @@ func runProperty(t *testing.T, seed uint64, steps int) {
 	want := stateOf(ref)
 	for _, r := range replicas {
 		assertSameState(t, fmt.Sprintf("seed %d: final state of %s", seed, r.name), stateOf(r.f), want)
+		if err := r.f.CheckSequenceIndex(); err != nil {
+			t.Fatalf("seed %d: final state of %s: %v", seed, r.name, err)
+		}
 	}
 	// And one last round trip of the final state.
 	assertSameState(t, "final snapshot round trip", stateOf(restore(t, persist(t, ref))), want)
