@@ -23,6 +23,13 @@ const (
 	// MaxSequenceNameLen is the longest sequence name accepted.
 	MaxSequenceNameLen = 64
 
+	// DefaultSequencePage is how many sequences GET /v1/sequences lists
+	// without "limit"; MaxSequencePage is the largest "limit" it accepts. A
+	// full page of the longest names and largest numbers is under 1 MB
+	// (about 190 bytes a sequence), the most the Go SDK reads of an answer.
+	DefaultSequencePage = 1000
+	MaxSequencePage     = 5000
+
 	// MaxReserveCount is the largest count one reservation may ask for.
 	MaxReserveCount int64 = 10_000_000
 
@@ -98,9 +105,16 @@ type Sequence struct {
 	Remaining int64 `json:"remaining"`
 }
 
-// SequenceList is the body of GET /v1/sequences.
+// SequenceList is the body of GET /v1/sequences?after=NAME&limit=L: up to L
+// sequences whose names are strictly greater than NAME, in byte order of
+// names.
 type SequenceList struct {
 	Sequences []Sequence `json:"sequences"`
+	// Next is the name to pass as "after" for the next page: the last name
+	// of this page, present only when more sequences follow it. Sequences
+	// created meanwhile appear on later pages if and only if their names
+	// come after the cursor.
+	Next string `json:"next,omitempty"`
 }
 
 // ReserveRequest is the body of POST /v1/sequences/{name}/ranges.

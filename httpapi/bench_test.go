@@ -125,9 +125,11 @@ func (s *stubStore) CreateSequence(context.Context, domain.SequenceSettings) (do
 func (s *stubStore) Sequence(context.Context, string) (domain.Sequence, error) {
 	return domain.Sequence{}, errStub
 }
-func (s *stubStore) Sequences(context.Context) ([]domain.Sequence, error) { return nil, errStub }
-func (s *stubStore) Status() (domain.ClusterStatus, error)                { return domain.ClusterStatus{}, errStub }
-func (s *stubStore) Join(context.Context, domain.Member) error            { return errStub }
+func (s *stubStore) Sequences(context.Context, string, int) ([]domain.Sequence, bool, error) {
+	return nil, false, errStub
+}
+func (s *stubStore) Status() (domain.ClusterStatus, error)     { return domain.ClusterStatus{}, errStub }
+func (s *stubStore) Join(context.Context, domain.Member) error { return errStub }
 func (s *stubStore) UpdateMember(context.Context, domain.Member) error {
 	return errStub
 }

@@ -89,6 +89,7 @@ const (
 	rGetSequence
 	rGetNamespace
 	rListLeases
+	rListSequences
 	numRoutes
 )
 
@@ -110,6 +111,7 @@ var fuzzRoutes = [numRoutes]fuzzRoute{
 	rGetSequence:      {http.MethodGet, "/v1/sequences/{1}", noBody},
 	rGetNamespace:     {http.MethodGet, "/v1/namespaces/{1}", noBody},
 	rListLeases:       {http.MethodGet, "/v1/namespaces/{1}/leases", noBody},
+	rListSequences:    {http.MethodGet, "/v1/sequences", noBody},
 }
 
 // pathSegment keeps a fuzzed segment one segment of one request line: no
@@ -529,6 +531,12 @@ var fuzzSeeds = []fuzzSeed{
 	{rGetSequence, "orders", "", "", ""},
 	{rGetNamespace, "ids", "", "", ""},
 	{rListLeases, "ids", "", "", ""},
+	{rListSequences, "", "", "", ""},
+	{rListSequences, "", "", "after=orders&limit=5000", ""},
+	{rListSequences, "", "", "after=&limit=1", ""},
+	{rListSequences, "", "", "limit=0", ""},
+	{rListSequences, "", "", "limit=5001", ""},
+	{rListSequences, "", "", "after=a%2Fb", ""},
 }
 
 // ---------------------------------------------------------------------------
@@ -589,9 +597,11 @@ func (s *recStore) Sequence(_ context.Context, name string) (domain.Sequence, er
 	return domain.Sequence{Name: name, Start: 1, Max: 10, Exhausted: true}, s.fault
 }
 
-func (s *recStore) Sequences(context.Context) ([]domain.Sequence, error) {
-	s.record("Sequences")
-	return nil, s.fault
+func (s *recStore) Sequences(_ context.Context, after string, limit int) ([]domain.Sequence, bool, error) {
+	s.record(fmt.Sprintf("Sequences(%q,%d)", after, limit))
+	s.expect(after == "" || validSequenceName(after), "Sequences after invalid name %q", after)
+	s.expect(limit >= 1 && limit <= api.MaxSequencePage, "Sequences with limit %d", limit)
+	return []domain.Sequence{{Name: "zz", Start: 1, Max: 10, Next: 1, Remaining: 10}}, true, s.fault
 }
 
 func (s *recStore) checkMember(what string, r domain.Member) {
@@ -854,6 +864,20 @@ func expectFor(r request) expectation {
 		return expectation{call: true, args: fmt.Sprintf("Namespace(%q)", r.p1)}
 	case rListLeases:
 		return expectation{call: true, args: fmt.Sprintf("Leases(%q)", r.p1)}
+	case rListSequences:
+		after := r.query.Get("after")
+		if after != "" && !validSequenceName(after) {
+			return no
+		}
+		limit := api.DefaultSequencePage
+		if v := r.query.Get("limit"); v != "" {
+			l, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || l < 1 || l > api.MaxSequencePage {
+				return no
+			}
+			limit = int(l)
+		}
+		return expectation{call: true, args: fmt.Sprintf("Sequences(%q,%d)", after, limit)}
 	}
 	panic("unknown route")
 }
@@ -1281,6 +1305,7 @@ var nodeStatuses = [numRoutes][]int{
 	rGetSequence:      {200, 400, 404},
 	rGetNamespace:     {200, 404},
 	rListLeases:       {200, 404},
+	rListSequences:    {200, 400},
 }
 
 func (h *nodeHarness) check(t *testing.T, what string, r request, res testkit.Response, p api.Problem, rewritten bool) {

@@ -47,7 +47,10 @@ type Store interface {
 	CreateSequence(ctx context.Context, s domain.SequenceSettings) (seq domain.Sequence, created bool, err error)
 	// Sequence and Sequences are linearizable reads on the leader.
 	Sequence(ctx context.Context, name string) (domain.Sequence, error)
-	Sequences(ctx context.Context) ([]domain.Sequence, error)
+	// Sequences returns up to limit (at least 1) sequences whose names are
+	// strictly greater than after, in byte order of names, and whether
+	// more follow the last one.
+	Sequences(ctx context.Context, after string, limit int) (page []domain.Sequence, more bool, err error)
 
 	Status() (domain.ClusterStatus, error)
 	// Join adds a voter; UpdateMember records the addresses of an
@@ -490,10 +493,18 @@ func (s *Service) getSequence(c echo.Context) error {
 	return c.JSON(http.StatusOK, sequenceView(seq))
 }
 
+// listSequences answers a page: ?after=NAME (names strictly greater, in
+// byte order; absent or empty: from the first) and ?limit=L (1 to
+// api.MaxSequencePage, default api.DefaultSequencePage). "next" names the
+// cursor of the following page when there is one.
 func (s *Service) listSequences(c echo.Context) error {
+	after, limit, err := sequencePageParams(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	seqs, err := s.store.Sequences(ctx)
+	seqs, more, err := s.store.Sequences(ctx, after, limit)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -501,7 +512,30 @@ func (s *Service) listSequences(c echo.Context) error {
 	for _, q := range seqs {
 		out.Sequences = append(out.Sequences, sequenceView(q))
 	}
+	if more && len(seqs) > 0 {
+		out.Next = seqs[len(seqs)-1].Name
+	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// sequencePageParams reads GET /v1/sequences' query. A cursor is a name the
+// server returned, so "after" must pass the naming rule: should api's rule
+// ever be tightened, this check must keep accepting every name that exists.
+func sequencePageParams(c echo.Context) (after string, limit int, err error) {
+	limit = api.DefaultSequencePage
+	if v := c.QueryParam("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > api.MaxSequencePage {
+			return "", 0, badRequest(fmt.Sprintf(`query parameter "limit" must be between 1 and %d, got %q`, api.MaxSequencePage, v))
+		}
+		limit = l
+	}
+	if after = c.QueryParam("after"); after != "" {
+		if err := api.ValidateSequenceName(after); err != nil {
+			return "", 0, badRequest(fmt.Sprintf(`query parameter "after" must be a sequence name (the "next" of the previous page), got %q: %v`, after, err))
+		}
+	}
+	return after, limit, nil
 }
 
 func sequenceView(s domain.Sequence) api.Sequence {

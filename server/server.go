@@ -381,16 +381,16 @@ func (st store) Sequence(ctx context.Context, name string) (domain.Sequence, err
 	return sequenceOf(seq), nil
 }
 
-func (st store) Sequences(ctx context.Context) ([]domain.Sequence, error) {
+func (st store) Sequences(ctx context.Context, after string, limit int) ([]domain.Sequence, bool, error) {
 	if err := st.verifyRead(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	seqs := st.s.node.FSM().Sequences()
+	seqs, more := st.s.node.FSM().SequencesPage(after, limit)
 	out := make([]domain.Sequence, 0, len(seqs))
 	for _, q := range seqs {
 		out = append(out, sequenceOf(q))
 	}
-	return out, nil
+	return out, more, nil
 }
 
 func (st store) Status() (domain.ClusterStatus, error) {

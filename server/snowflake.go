@@ -197,10 +197,9 @@ func (c *capacityCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *capacityCollector) Collect(ch chan<- prometheus.Metric) {
-	for i, s := range c.f.Sequences() {
-		if i >= metrics.MaxSequenceLabels {
-			break
-		}
+	// The first MaxSequenceLabels by name: a page, not a copy of them all.
+	seqs, _ := c.f.SequencesPage("", metrics.MaxSequenceLabels)
+	for _, s := range seqs {
 		ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, remainingRatio(s), s.Name)
 	}
 	now := time.Now().UnixMilli()
