@@ -500,16 +500,63 @@ func (c *Client) SequenceInfo(ctx context.Context, name string) (api.Sequence, e
 	return info, err
 }
 
-// Sequences lists every sequence.
+// Sequences lists every sequence, in byte order of names, walking the pages
+// of GET /v1/sequences (api.MaxSequencePage at a time, each request with its
+// own call timeout). Sequences created while it walks are listed if their
+// names come after the page being read. To hold less than the whole list,
+// use SequencesPage.
 func (c *Client) Sequences(ctx context.Context) ([]api.Sequence, error) {
+	var all []api.Sequence
+	after := ""
+	for {
+		page, err := c.SequencesPage(ctx, after, api.MaxSequencePage)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Sequences...)
+		if page.Next == "" {
+			return all, nil
+		}
+		if page.Next <= after {
+			// A loop, not a page: never ask for the same page again.
+			return nil, fmt.Errorf("ticketd: the server's cursor does not advance: next %q after %q", page.Next, after)
+		}
+		after = page.Next
+	}
+}
+
+// SequencesPage lists up to limit sequences whose names are strictly greater
+// than after ("" for the first page), in byte order of names. The answer's
+// Next is the after of the following page, "" when no more follow. A limit
+// of 0 takes the server's default (api.DefaultSequencePage); one below 0 or
+// above api.MaxSequencePage, or an after that is no sequence name, is
+// ErrInvalidArgument.
+func (c *Client) SequencesPage(ctx context.Context, after string, limit int) (api.SequenceList, error) {
 	var out api.SequenceList
 	if err := c.usable(ctx); err != nil {
-		return nil, err
+		return out, err
+	}
+	if limit < 0 || limit > api.MaxSequencePage {
+		return out, fmt.Errorf("%w: limit must be between 1 and %d (0 for the default), got %d", ErrInvalidArgument, api.MaxSequencePage, limit)
+	}
+	q := url.Values{}
+	if after != "" {
+		if err := api.ValidateSequenceName(after); err != nil {
+			return out, fmt.Errorf("%w: after: %v", ErrInvalidArgument, err)
+		}
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/sequences"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/sequences", nil, &out, nil)
-	return out.Sequences, err
+	_, err := c.roundTrip(ctx, http.MethodGet, path, nil, &out, nil)
+	return out, err
 }
 
 // Cluster returns the cluster's status as the first node that answers sees

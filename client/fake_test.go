@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -208,12 +210,35 @@ func (f *fakeServer) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, view(name, s))
 }
 
+// list answers a page as the README says: names strictly after "after",
+// in byte order, at most "limit" (default api.DefaultSequencePage), and
+// "next" when more follow.
 func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	after, limit := r.URL.Query().Get("after"), api.DefaultSequencePage
+	if v := r.URL.Query().Get("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > api.MaxSequencePage {
+			writeProblem(w, http.StatusBadRequest, api.Problem{Type: api.ProblemBadRequest, Title: "bad request", Detail: `query parameter "limit"`}, "")
+			return
+		}
+		limit = l
+	}
+	var names []string
+	for name := range f.seqs {
+		if name > after {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
 	out := api.SequenceList{Sequences: []api.Sequence{}}
-	for name, s := range f.seqs {
-		out.Sequences = append(out.Sequences, view(name, s))
+	if len(names) > limit {
+		names = names[:limit]
+		out.Next = names[limit-1]
+	}
+	for _, name := range names {
+		out.Sequences = append(out.Sequences, view(name, f.seqs[name]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

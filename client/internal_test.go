@@ -2,10 +2,14 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/api"
 )
 
 func TestBlock_CounterWrappedPast2To63_HandsOutNothing(t *testing.T) {
@@ -67,4 +71,22 @@ func TestClient_SequencesNobodyHolds_AreDropped(t *testing.T) {
 	if _, err := kept.Next(t.Context()); err != ErrClosed {
 		t.Fatalf("Next on the kept Sequence after Close: %v", err)
 	}
+}
+
+// TestSequencesPage_FullPageFitsTheAnswerBound: a page of api.MaxSequencePage
+// sequences with the longest names and largest numbers is read whole.
+func TestSequencesPage_FullPageFitsTheAnswerBound(t *testing.T) {
+	big := int64(math.MaxInt64)
+	l := api.SequenceList{Next: strings.Repeat("n", api.MaxSequenceNameLen)}
+	for i := 0; i < api.MaxSequencePage; i++ {
+		l.Sequences = append(l.Sequences, api.Sequence{Name: strings.Repeat("n", api.MaxSequenceNameLen), Next: &big, Start: big, Max: big, Remaining: big})
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxAnswerBytes {
+		t.Fatalf("a full page is %d bytes; the client reads at most %d", len(b), maxAnswerBytes)
+	}
+	t.Logf("a full page of the largest sequences: %d bytes of %d", len(b), maxAnswerBytes)
 }

@@ -148,13 +148,27 @@ type namespaceCapacity struct {
 
 func fetchCapacity(ctx context.Context, co *clientOpts) (capacity, error) {
 	c := capacity{Sequences: []sequenceCapacity{}, Namesp: []namespaceCapacity{}}
-	var seqs api.SequenceList
-	if err := getJSON(ctx, co, "/v1/sequences", &seqs); err != nil {
-		return c, err
-	}
-	for _, s := range seqs.Sequences {
-		span := float64(uint64(s.Max-s.Start) + 1)
-		c.Sequences = append(c.Sequences, sequenceCapacity{Name: s.Name, Remaining: s.Remaining, FractionLeft: float64(s.Remaining) / span})
+	// Every page of sequences, in order of names.
+	for after := ""; ; {
+		var seqs api.SequenceList
+		path := fmt.Sprintf("/v1/sequences?limit=%d", api.MaxSequencePage)
+		if after != "" {
+			path += "&after=" + url.QueryEscape(after)
+		}
+		if err := getJSON(ctx, co, path, &seqs); err != nil {
+			return c, err
+		}
+		for _, s := range seqs.Sequences {
+			span := float64(uint64(s.Max-s.Start) + 1)
+			c.Sequences = append(c.Sequences, sequenceCapacity{Name: s.Name, Remaining: s.Remaining, FractionLeft: float64(s.Remaining) / span})
+		}
+		if seqs.Next == "" {
+			break
+		}
+		if seqs.Next <= after {
+			return c, fmt.Errorf("listing sequences: the server's cursor does not advance: next %q after %q", seqs.Next, after)
+		}
+		after = seqs.Next
 	}
 	var ns api.NamespaceList
 	if err := getJSON(ctx, co, "/v1/namespaces", &ns); err != nil {
