@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"time"
@@ -172,11 +173,14 @@ func (st store) InspectSnowflake(ctx context.Context, ns string, id int64) (doma
 	return out, nil
 }
 
-// capacityCollector reports, at scrape time, the fraction of each
-// sequence's range left and the years each namespace's timestamp bits have
-// left (at most metrics.MaxSequenceLabels of each, by name).
+// capacityCollector reports, at scrape time, the number of sequences, the
+// fraction of the range left of the metrics.MaxSequenceLabels sequences
+// closest to running out (wherever their names sort, so that an alert on
+// capacity sees every sequence that matters), and the years each namespace's
+// timestamp bits have left (at most metrics.MaxSequenceLabels, by name).
 type capacityCollector struct {
 	f         *fsm.FSM
+	count     *prometheus.Desc
 	remaining *prometheus.Desc
 	yearsLeft *prometheus.Desc
 }
@@ -184,23 +188,46 @@ type capacityCollector struct {
 func newCapacityCollector(f *fsm.FSM) *capacityCollector {
 	return &capacityCollector{
 		f: f,
+		count: prometheus.NewDesc("ticketd_sequences",
+			"Sequences in the replicated state.", nil, nil),
 		remaining: prometheus.NewDesc("ticketd_sequence_remaining_ratio",
-			"Fraction of a sequence's IDs never handed to any leader (0 = exhausted).", []string{"sequence"}, nil),
+			"Fraction of a sequence's IDs never handed to any leader (0 = exhausted), for the sequences closest to running out.", []string{"sequence"}, nil),
 		yearsLeft: prometheus.NewDesc("ticketd_namespace_years_left",
 			"Years until a Snowflake namespace's timestamp bits run out.", []string{"namespace"}, nil),
 	}
 }
 
 func (c *capacityCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.count
 	ch <- c.remaining
 	ch <- c.yearsLeft
 }
 
+// capacityPage is how many sequences the collector reads under one hold of
+// the FSM's read lock: a scrape of a million sequences never stalls Apply
+// for more than one page.
+const capacityPage = 4096
+
 func (c *capacityCollector) Collect(ch chan<- prometheus.Metric) {
-	// The first MaxSequenceLabels by name: a page, not a copy of them all.
-	seqs, _ := c.f.SequencesPage("", metrics.MaxSequenceLabels)
-	for _, s := range seqs {
-		ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, remainingRatio(s), s.Name)
+	var (
+		lowest leastRemaining
+		total  int
+		after  string
+	)
+	for {
+		page, more := c.f.SequencesPage(after, capacityPage)
+		for _, s := range page {
+			lowest.offer(s, metrics.MaxSequenceLabels)
+		}
+		total += len(page)
+		if !more || len(page) == 0 {
+			break
+		}
+		after = page[len(page)-1].Name
+	}
+	ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(total))
+	for _, e := range lowest {
+		ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, e.ratio, e.name)
 	}
 	now := time.Now().UnixMilli()
 	for i, n := range c.f.Namespaces() {
@@ -208,6 +235,46 @@ func (c *capacityCollector) Collect(ch chan<- prometheus.Metric) {
 			break
 		}
 		ch <- prometheus.MustNewConstMetric(c.yearsLeft, prometheus.GaugeValue, n.YearsLeft(now), n.Name)
+	}
+}
+
+// leastRemaining keeps the sequences with the smallest remaining ratio seen
+// so far: a max-heap on the ratio (ties: the later name on top, so the
+// result does not depend on the order sequences are offered in).
+type leastRemaining []capacityEntry
+
+type capacityEntry struct {
+	name  string
+	ratio float64
+}
+
+func (h leastRemaining) Len() int { return len(h) }
+func (h leastRemaining) Less(i, j int) bool {
+	if h[i].ratio != h[j].ratio {
+		return h[i].ratio > h[j].ratio
+	}
+	return h[i].name > h[j].name
+}
+func (h leastRemaining) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *leastRemaining) Push(x any)   { *h = append(*h, x.(capacityEntry)) }
+func (h *leastRemaining) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// offer keeps s if it is among the k closest to running out.
+func (h *leastRemaining) offer(s fsm.Sequence, k int) {
+	e := capacityEntry{name: s.Name, ratio: remainingRatio(s)}
+	if h.Len() < k {
+		heap.Push(h, e)
+		return
+	}
+	top := (*h)[0]
+	if e.ratio < top.ratio || (e.ratio == top.ratio && e.name < top.name) {
+		(*h)[0] = e
+		heap.Fix(h, 0)
 	}
 }
 
