@@ -57,6 +57,7 @@ commands:
   sdk       --targets URL,URL,URL --rate 1000000 --duration 10s [--kill-pid PID --kill-after 3s]
   compare   --ticketd t.json --baseline b.json
   report    --dir RUN_DIR [--strict]
+  scale     --pids P1,P2,P3 --sequences 10000 --concurrency 64 --join-data-dir DIR [--json out.json]; scale table A.json...
 
 run "ticketd-bench <command> -h" for the flags of one command
 `)
@@ -95,6 +96,8 @@ func main() {
 		err = runSDK(ctx, args)
 	case "compare":
 		err = runCompare(args)
+	case "scale":
+		err = runScale(ctx, args)
 	case "report":
 		err = runReport(args)
 	case "-h", "--help", "help":
