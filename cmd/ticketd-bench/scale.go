@@ -86,6 +86,10 @@ type memReading struct {
 	Role      string `json:"role"` // leader, follower, new_member
 	RSSBytes  int64  `json:"rss_bytes"`
 	HeapInuse int64  `json:"heap_inuse_bytes"` // -1 when /metrics does not say
+	// HeapIdle − HeapReleased is heap memory the runtime holds in RSS but
+	// does not use (freed spans not yet returned to the kernel).
+	HeapIdle     int64 `json:"heap_idle_bytes"`
+	HeapReleased int64 `json:"heap_released_bytes"`
 }
 
 // memPerSeq is (reading − before) / N for one node and stage.
@@ -570,7 +574,7 @@ func (r *scaleRun) waitCode(ctx context.Context, u string, want int, from time.T
 
 // memory reads p's VmRSS and Go heap in use and records them.
 func (r *scaleRun) memory(ctx context.Context, stage string, p *nodeProc, role string) memReading {
-	m := memReading{Stage: stage, Node: p.id, Role: role, RSSBytes: -1, HeapInuse: -1}
+	m := memReading{Stage: stage, Node: p.id, Role: role, RSSBytes: -1, HeapInuse: -1, HeapIdle: -1, HeapReleased: -1}
 	if r.gc {
 		// A GC first, so that the heap figure is live data rather than
 		// whatever garbage the last pass left; RSS keeps what the runtime
@@ -586,12 +590,16 @@ func (r *scaleRun) memory(ctx context.Context, stage string, p *nodeProc, role s
 		}
 	}
 	if mt, err := r.metrics(ctx, p); err == nil {
-		if v, ok := scaleMetricSum(mt, "go_memstats_heap_inuse_bytes"); ok {
-			m.HeapInuse = int64(v)
+		for name, dst := range map[string]*int64{"go_memstats_heap_inuse_bytes": &m.HeapInuse,
+			"go_memstats_heap_idle_bytes": &m.HeapIdle, "go_memstats_heap_released_bytes": &m.HeapReleased} {
+			if v, ok := scaleMetricSum(mt, name); ok {
+				*dst = int64(v)
+			}
 		}
 	}
 	r.rep.Memory = append(r.rep.Memory, m)
-	scaleLogf("scale: memory %s %s %s: RSS %.1f MiB, heap in use %.1f MiB", stage, role, p.id, float64(m.RSSBytes)/(1<<20), float64(m.HeapInuse)/(1<<20))
+	scaleLogf("scale: memory %s %s %s: RSS %.1f MiB, heap in use %.1f MiB, idle not released %.1f MiB", stage, role, p.id,
+		float64(m.RSSBytes)/(1<<20), float64(m.HeapInuse)/(1<<20), float64(m.HeapIdle-m.HeapReleased)/(1<<20))
 	return m
 }
 
