@@ -36,6 +36,10 @@ type loadConfig struct {
 	// node names (api.LeaderHeader) when it is one of the targets, as the
 	// SDK does; off, every request to a follower is forwarded.
 	FollowLeader bool
+	// Sequences is how many sequences the run spreads its requests over:
+	// 0 or 1 is Sequence alone; more are Sequence-0000... (see
+	// sequenceNames), each request picking one at random (kind http only).
+	Sequences int
 
 	// Kind selects the system driven: "http" (ticketd or the baseline,
 	// the default), or a peer: "etcd", "redis", "postgres", "mysql".
@@ -91,6 +95,7 @@ type loadReport struct {
 	Note       string        `json:"note,omitempty"`
 	Targets    []string      `json:"targets"`
 	Sequence   string        `json:"sequence"`
+	Sequences  int           `json:"sequences"`
 	Count      uint64        `json:"count"`
 	DurationS  float64       `json:"duration_s"`
 	WarmupS    float64       `json:"warmup_s"`
@@ -99,8 +104,11 @@ type loadReport struct {
 	NumCPU     int           `json:"num_cpu"`
 	GOMAXPROCS int           `json:"gomaxprocs"`
 	Levels     []levelResult `json:"levels"`
+	// SetupS is how long setup took (creating the sequences), seconds.
+	SetupS float64 `json:"setup_s"`
 	// Overall checks the ranges of all levels together: levels share the
-	// sequence, so an ID handed out at c=1 must not reappear at c=64.
+	// sequences, so an ID handed out at c=1 must not reappear at c=64.
+	// With several sequences each is checked apart.
 	Overall rangeCheck `json:"overall_range_check"`
 }
 
@@ -109,6 +117,7 @@ type loadReport struct {
 type workerResult struct {
 	lat        []time.Duration
 	ranges     []idRange
+	seqs       []uint32 // sequence of each range (many sequences only)
 	errs       map[string]int
 	warmupOK   int
 	warmupErrs int
@@ -153,7 +162,8 @@ func parsePIDs(s string) ([]int, error) {
 func runLoad(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	target := fs.String("target", "http://127.0.0.1:8081", "comma-separated base URLs; worker i uses target i%len")
-	seq := fs.String("sequence", "bench", "sequence name (created with PUT if missing)")
+	seq := fs.String("sequence", "bench", "sequence name (created with PUT if missing); with --sequences N > 1 the prefix of the N names")
+	nseq := fs.Int("sequences", 1, "http: spread the requests uniformly at random over N sequences <sequence>-0..<sequence>-(N-1), zero-padded, all created (PUT) in setup: a --sequence prefix not used before gives fresh ones")
 	count := fs.Uint64("count", 1000, "IDs per reservation")
 	conc := fs.String("concurrency", "1,16,64", "comma-separated concurrency levels, run in order")
 	dur := fs.Duration("duration", 10*time.Second, "measured time per level")
@@ -190,11 +200,22 @@ func runLoad(ctx context.Context, args []string) error {
 	if *count == 0 {
 		return errors.New("--count must be >= 1")
 	}
+	if *nseq < 1 {
+		return errors.New("--sequences must be >= 1")
+	}
+	if *nseq > 1 && kindOrHTTP(*kind) != "http" {
+		return fmt.Errorf("%w, not --kind %s", errManyKinds, *kind)
+	}
+	if names := sequenceNames(*seq, *nseq); *nseq > 1 {
+		if err := api.ValidateSequenceName(names[len(names)-1]); err != nil {
+			return fmt.Errorf("--sequence %q with --sequences %d: %w", *seq, *nseq, err)
+		}
+	}
 	if *dur <= 0 || *warm < 0 || *timeout <= 0 {
 		return errors.New("--duration and --timeout must be > 0, --warmup >= 0")
 	}
 	cfg := loadConfig{
-		Targets: targets, Sequence: *seq, Count: *count, Levels: levels,
+		Targets: targets, Sequence: *seq, Sequences: *nseq, Count: *count, Levels: levels,
 		Duration: *dur, Warmup: *warm, Timeout: *timeout, Label: *label,
 		SetupTimeout: *setupTimeout, FollowLeader: *follow,
 		Kind: *kind, System: *system, Group: *group, Nodes: *nodes, Peer: *po, PIDs: pids,
@@ -246,7 +267,14 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 	for _, c := range cfg.Levels {
 		maxConc = max(maxConc, c)
 	}
-	be, err := newBackend(cfg, maxConc)
+	nseq := max(cfg.Sequences, 1)
+	var be backend
+	var err error
+	if nseq > 1 {
+		be, err = newManySeqBackend(cfg, maxConc)
+	} else {
+		be, err = newBackend(cfg, maxConc)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -256,19 +284,22 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 	if setupTimeout <= 0 {
 		setupTimeout = 15 * time.Second
 	}
+	setupStart := time.Now()
 	if err := be.setup(ctx, setupTimeout); err != nil {
 		return nil, err
 	}
+	setupTook := time.Since(setupStart)
 
 	rep := &loadReport{
 		Label: cfg.Label, Kind: kindOrHTTP(cfg.Kind), System: cfg.System, Group: cfg.Group, Nodes: cfg.Nodes,
 		Note:    be.note(),
-		Targets: cfg.Targets, Sequence: cfg.Sequence, Count: cfg.Count,
-		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(),
+		Targets: cfg.Targets, Sequence: cfg.Sequence, Sequences: nseq, Count: cfg.Count,
+		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), SetupS: setupTook.Seconds(),
 		StartedAt: time.Now().UTC(), GoVersion: runtime.Version(),
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}
 	var all []idRange
+	var allSeqs []uint32
 	for _, c := range cfg.Levels {
 		if ctx.Err() != nil {
 			break
@@ -276,24 +307,34 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 		if progress != nil {
 			fmt.Fprintf(progress, "[%s] concurrency %d: %s warmup + %s measured...\n", cfg.Label, c, cfg.Warmup, cfg.Duration)
 		}
-		lr, ranges, err := runLevel(ctx, be, cfg, c)
+		lr, ranges, seqs, err := runLevel(ctx, be, cfg, c)
 		if err != nil {
 			return rep, fmt.Errorf("concurrency %d: %w", c, err)
 		}
 		rep.Levels = append(rep.Levels, lr)
 		all = append(all, ranges...)
+		allSeqs = append(allSeqs, seqs...)
 	}
-	rep.Overall = checkRanges(all, cfg.Count)
+	rep.Overall = checkAll(all, allSeqs, nseq, cfg.Count)
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("interrupted: %w", err)
 	}
 	return rep, nil
 }
 
+// checkAll is checkRanges, per sequence when there are several.
+func checkAll(rs []idRange, seqs []uint32, nseq int, count uint64) rangeCheck {
+	if nseq > 1 {
+		return checkRangesPerSequence(rs, seqs, nseq, count)
+	}
+	return checkRanges(rs, count)
+}
+
 // runLevel runs conc closed-loop workers for warmup+duration and merges
 // their results. It returns the level's figures and every range received
-// (warmup included: a duplicate ID is a bug whenever it happens).
-func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelResult, []idRange, error) {
+// (warmup included: a duplicate ID is a bug whenever it happens) with, over
+// many sequences, the sequence of each.
+func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelResult, []idRange, []uint32, error) {
 	// One reserver per worker: each holds its own connection (a closed-loop
 	// worker has at most one request in flight), made before the clock
 	// starts so that dialing is not measured.
@@ -306,7 +347,7 @@ func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelR
 	for i := 0; i < conc; i++ {
 		r, err := be.newReserver(ctx, i)
 		if err != nil {
-			return levelResult{}, nil, fmt.Errorf("worker %d: %w", i, err)
+			return levelResult{}, nil, nil, fmt.Errorf("worker %d: %w", i, err)
 		}
 		rs = append(rs, r)
 	}
@@ -318,12 +359,16 @@ func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelR
 	perWorker = min(perWorker, 4<<20)
 	warmFrac := (cfg.Warmup.Seconds() + cfg.Duration.Seconds()) / cfg.Duration.Seconds()
 
+	nseq := max(cfg.Sequences, 1)
 	results := make([]workerResult, conc)
 	for i := range results {
 		results[i] = workerResult{
 			lat:    make([]time.Duration, 0, perWorker),
 			ranges: make([]idRange, 0, int(float64(perWorker)*warmFrac)),
 			errs:   make(map[string]int),
+		}
+		if nseq > 1 {
+			results[i].seqs = make([]uint32, 0, cap(results[i].ranges))
 		}
 	}
 
@@ -353,10 +398,12 @@ func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelR
 	lr := levelResult{Concurrency: conc, DurationS: cfg.Duration.Seconds(), Errors: map[string]int{}}
 	var lat []time.Duration
 	var ranges []idRange
+	var seqs []uint32
 	for i := range results {
 		r := &results[i]
 		lat = append(lat, r.lat...)
 		ranges = append(ranges, r.ranges...)
+		seqs = append(seqs, r.seqs...)
 		for k, v := range r.errs {
 			lr.Errors[k] += v
 			lr.ErrorsTotal += v
@@ -377,9 +424,10 @@ func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelR
 		lr.ServerCPUPerResUs = lr.CPU.ServerCores * 1e6 / lr.ReservationsPerSec
 	}
 	// checkRanges sorts in place; the caller's overall check re-sorts the
-	// concatenation, so sharing the backing array here is fine.
-	lr.Check = checkRanges(ranges, cfg.Count)
-	return lr, ranges, nil
+	// concatenation, so sharing the backing array here is fine. (The
+	// per-sequence check sorts a copy: ranges and seqs stay paired.)
+	lr.Check = checkAll(ranges, seqs, nseq, cfg.Count)
+	return lr, ranges, seqs, nil
 }
 
 // errBackoff is how long a worker pauses after a transport error or 5xx.
@@ -389,7 +437,11 @@ const errBackoff = 10 * time.Millisecond
 
 // loadWorker is the closed loop: send, wait for the answer, repeat until
 // end. Latency uses time.Since, which reads the monotonic clock.
+//
+// A seqReserver (many sequences) picks the sequence of each request; its
+// index is kept beside the range for the per-sequence check.
 func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, res *workerResult) {
+	sr, many := r.(seqReserver)
 	for {
 		t0 := time.Now()
 		if !t0.Before(end) || ctx.Err() != nil {
@@ -397,7 +449,17 @@ func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, re
 		}
 		measured := !t0.Before(measureStart)
 
-		rg, retries, err := r.reserve(ctx)
+		var (
+			seq     int
+			rg      idRange
+			retries int
+			err     error
+		)
+		if many {
+			seq, rg, retries, err = sr.reserveSeq(ctx)
+		} else {
+			rg, retries, err = r.reserve(ctx)
+		}
 		elapsed := time.Since(t0)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -415,6 +477,9 @@ func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, re
 			continue
 		}
 		res.ranges = append(res.ranges, rg)
+		if many {
+			res.seqs = append(res.seqs, uint32(seq))
+		}
 		switch {
 		case !measured:
 			res.warmupOK++
@@ -481,8 +546,12 @@ func fmtErrors(m map[string]int) string {
 }
 
 func printLoadTable(w io.Writer, rep *loadReport) {
-	fmt.Fprintf(w, "== %s  targets=%s  sequence=%s  count=%d  duration=%gs  warmup=%gs  cpus=%d\n",
-		rep.Label, strings.Join(rep.Targets, ","), rep.Sequence, rep.Count, rep.DurationS, rep.WarmupS, rep.NumCPU)
+	seqs := "sequence=" + rep.Sequence
+	if rep.Sequences > 1 {
+		seqs = fmt.Sprintf("sequences=%d (%s-*, setup %.1fs)", rep.Sequences, rep.Sequence, rep.SetupS)
+	}
+	fmt.Fprintf(w, "== %s  targets=%s  %s  count=%d  duration=%gs  warmup=%gs  cpus=%d\n",
+		rep.Label, strings.Join(rep.Targets, ","), seqs, rep.Count, rep.DurationS, rep.WarmupS, rep.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "conc\trequests\tres/s\tIDs/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\tretries\toverlaps\tserver cores\tµs/res\tclient cores\tmachine busy\t")
 	for _, l := range rep.Levels {

@@ -251,6 +251,22 @@ func TestAgainstCluster(t *testing.T) {
 		t.Fatalf("level %+v", l)
 	}
 
+	// Over 40 fresh sequences (issue 17), the follower first: the PUTs
+	// are forwarded and every one creates its sequence.
+	mcfg := cfg
+	mcfg.Targets = []string{tc.URL(follower), tc.URL(leader)}
+	mcfg.Sequence, mcfg.Sequences, mcfg.Label = "many", 40, "cluster-many"
+	mrep, err := runLoadLevels(context.Background(), mcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loadVerdict(mrep); err != nil {
+		t.Fatal(err)
+	}
+	if l := mrep.Levels[0]; l.Requests == 0 || l.ErrorsTotal != 0 || mrep.Sequences != 40 || !strings.Contains(mrep.Note, "fresh: all new") {
+		t.Fatalf("many sequences: level %+v, note %q", l, mrep.Note)
+	}
+
 	var urls []string
 	for _, n := range tc.Running() {
 		urls = append(urls, tc.URL(n))
