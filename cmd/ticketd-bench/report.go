@@ -292,6 +292,126 @@ func judge(r *fullReport) {
 			}
 		}
 	}
+	// Issue #17's targets, each against one sequence in the same run.
+	r.Targets = append(r.Targets, manySeqTargets(r)...)
+}
+
+// manySeqGroup is the group of bench.sh's many-sequences runs (issue 17):
+// ticketd's leader over 1..10,000 sequences, each run on fresh ones.
+const manySeqGroup = "manyseq"
+
+// seqCount is the number of sequences of a run (files from before
+// --sequences have none: one).
+func (l *loadReport) seqCount() int { return max(l.Sequences, 1) }
+
+// findSeqs returns the level of group at count, concurrency and number of
+// sequences, with its run.
+func (r *fullReport) findSeqs(group string, count uint64, conc, seqs int) (*loadReport, *levelResult, bool) {
+	for _, l := range r.Loads {
+		if l.Group != group || l.Count != count || l.seqCount() != seqs {
+			continue
+		}
+		for i := range l.Levels {
+			if l.Levels[i].Concurrency == conc {
+				return l, &l.Levels[i], true
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+// manySeqAxes returns the counts, concurrency levels and numbers of
+// sequences of the many-sequences runs, sorted.
+func (r *fullReport) manySeqAxes() (counts []uint64, concs, seqs []int) {
+	for _, l := range r.Loads {
+		if l.Group != manySeqGroup {
+			continue
+		}
+		if !slices.Contains(counts, l.Count) {
+			counts = append(counts, l.Count)
+		}
+		if !slices.Contains(seqs, l.seqCount()) {
+			seqs = append(seqs, l.seqCount())
+		}
+		for _, lv := range l.Levels {
+			if !slices.Contains(concs, lv.Concurrency) {
+				concs = append(concs, lv.Concurrency)
+			}
+		}
+	}
+	slices.Sort(counts)
+	slices.Sort(concs)
+	slices.Sort(seqs)
+	return counts, concs, seqs
+}
+
+// manySeqTargets are issue 17's targets: over 2,000 and 10,000 sequences,
+// at least 0.8× the one-sequence rate and at most 2× its p99, at 16 and 64
+// clients, each against the one-sequence row of the same run.
+func manySeqTargets(r *fullReport) []targetCheck {
+	var out []targetCheck
+	counts, _, _ := r.manySeqAxes()
+	for _, count := range counts {
+		for _, conc := range []int{16, 64} {
+			_, one, ok := r.findSeqs(manySeqGroup, count, conc, 1)
+			if !ok {
+				continue
+			}
+			for _, n := range []int{2000, 10000} {
+				_, l, ok := r.findSeqs(manySeqGroup, count, conc, n)
+				if !ok {
+					continue
+				}
+				if one.ReservationsPerSec > 0 {
+					v := l.ReservationsPerSec / one.ReservationsPerSec
+					out = append(out, targetCheck{What: fmt.Sprintf("%d sequences / one, res/s, count=%d c=%d", n, count, conc), Value: v, Target: ">= 0.8", Met: v >= 0.8})
+				}
+				if one.P99Ms > 0 {
+					v := l.P99Ms / one.P99Ms
+					out = append(out, targetCheck{What: fmt.Sprintf("%d sequences / one, p99, count=%d c=%d", n, count, conc), Value: v, Target: "<= 2", Met: v <= 2})
+				}
+			}
+		}
+	}
+	return out
+}
+
+var manySeqHeader = []string{"range", "conc", "sequences", "reservations/s", "p50 ms", "p99 ms", "errors", "setup s"}
+
+// manySeqRows: ticketd's leader over 1..10,000 sequences, each rate and p99
+// with its ratio to the one-sequence row at the same range size and
+// concurrency; setup is the time that run took to create its sequences.
+func manySeqRows(r *fullReport) [][]string {
+	counts, concs, seqs := r.manySeqAxes()
+	var rows [][]string
+	for _, count := range counts {
+		for _, conc := range concs {
+			_, one, _ := r.findSeqs(manySeqGroup, count, conc, 1)
+			var ref levelResult
+			if one != nil {
+				ref = *one
+			}
+			pair := func(s string, v, rv float64) string {
+				if one == nil {
+					return s
+				}
+				return s + " (" + ratio(v, rv) + ")"
+			}
+			for _, n := range seqs {
+				run, l, ok := r.findSeqs(manySeqGroup, count, conc, n)
+				if !ok {
+					continue
+				}
+				rows = append(rows, []string{fmt.Sprint(count), fmt.Sprint(conc), fmt.Sprint(n),
+					pair(num(l.ReservationsPerSec), l.ReservationsPerSec, ref.ReservationsPerSec),
+					msStr(l.P50Ms),
+					pair(msStr(l.P99Ms), l.P99Ms, ref.P99Ms),
+					fmtErrors(l.Errors),
+					fmt.Sprintf("%.1f", run.SetupS)})
+			}
+		}
+	}
+	return rows
 }
 
 // ratio formats v/ref as "0.52×"; "-" when it is undefined.
@@ -533,6 +653,10 @@ func printReport(w io.Writer, r *fullReport) {
 		fmt.Fprintln(w, "\n=== ticketd range sizes (3 nodes; ratios to range 1000)")
 		table(append([]string{"range", "conc"}, tableHeader[3:]...), sizes)
 	}
+	if rows := manySeqRows(r); len(rows) > 0 {
+		fmt.Fprintln(w, "\n=== many sequences (3 nodes, leader; each request on one of N fresh sequences at random; ratios to one sequence)")
+		table(manySeqHeader, rows)
+	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\n=== failover: SIGKILL of the leader -> next successful reservation (ms)")
 		for _, s := range fo {
@@ -602,6 +726,11 @@ func writeMarkdown(w io.Writer, r *fullReport) {
 		fmt.Fprintln(w, "\nticketd by range size (3 nodes; ratios to range size 1000):")
 		fmt.Fprintln(w)
 		table(append([]string{"range", "conc"}, tableHeader[3:]...), sizes)
+	}
+	if rows := manySeqRows(r); len(rows) > 0 {
+		fmt.Fprintln(w, "\nMany sequences (issue 17): ticketd (3 nodes, requests to the leader), each request on one of N sequences picked uniformly at random, the N created fresh by that run's setup (setup s). Reservations/s and p99 are followed by their ratio to the one-sequence row at the same concurrency, measured in the same bench run:")
+		fmt.Fprintln(w)
+		table(manySeqHeader, rows)
 	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\nFailover: time from SIGKILL of the leader to the completion of the first reservation sent after it (count=1 probe every 1 ms, 200 ms timeout per try, next node on failure):")
