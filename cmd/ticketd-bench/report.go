@@ -407,7 +407,7 @@ func manySeqRows(r *fullReport) [][]string {
 					msStr(l.P50Ms),
 					pair(msStr(l.P99Ms), l.P99Ms, ref.P99Ms),
 					fmtErrors(l.Errors),
-					fmt.Sprintf("%.1f", run.SetupS)})
+					fmt.Sprintf("%.2f", run.SetupS)})
 			}
 		}
 	}
@@ -640,10 +640,15 @@ func printReport(w io.Writer, r *fullReport) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w, "=== side by side (ratios are to ticketd's leader at the same range size and concurrency)")
-	table(tableHeader, mainRows(r))
-	fmt.Fprintln(w, "\n=== CPU used during the measured windows (cores = CPU seconds per second)")
-	table(cpuHeader, cpuRows(r))
+	// Both are empty when bench.sh ran only other sections (BENCH_MAIN=0).
+	if rows := mainRows(r); len(rows) > 0 {
+		fmt.Fprintln(w, "=== side by side (ratios are to ticketd's leader at the same range size and concurrency)")
+		table(tableHeader, rows)
+	}
+	if rows := cpuRows(r); len(rows) > 0 {
+		fmt.Fprintln(w, "\n=== CPU used during the measured windows (cores = CPU seconds per second)")
+		table(cpuHeader, rows)
+	}
 	nodes, sizes := scalingRows(r)
 	if len(nodes) > 0 {
 		fmt.Fprintln(w, "\n=== ticketd on 1, 3 and 5 nodes (range 1000; ratios to 3 nodes)")
@@ -710,12 +715,16 @@ func writeMarkdown(w io.Writer, r *fullReport) {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
-	fmt.Fprintln(w, "Each figure is followed by its ratio to ticketd (3 nodes, requests to the leader) at the same range size and concurrency: for throughput above 1× is faster than ticketd, for latency above 1× is slower.")
-	fmt.Fprintln(w)
-	table(tableHeader, mainRows(r))
-	fmt.Fprintln(w, "\nCPU used during the measured windows, in cores (CPU seconds per second). Server: every process of the system (all nodes of a cluster, PostgreSQL's backends); load generator: ticketd-bench; machine: everything; other: machine minus server and load generator (the kernel's network work not charged to a process, and other engineers' runs on this shared machine).")
-	fmt.Fprintln(w)
-	table(cpuHeader, cpuRows(r))
+	if rows := mainRows(r); len(rows) > 0 {
+		fmt.Fprintln(w, "Each figure is followed by its ratio to ticketd (3 nodes, requests to the leader) at the same range size and concurrency: for throughput above 1× is faster than ticketd, for latency above 1× is slower.")
+		fmt.Fprintln(w)
+		table(tableHeader, rows)
+	}
+	if rows := cpuRows(r); len(rows) > 0 {
+		fmt.Fprintln(w, "\nCPU used during the measured windows, in cores (CPU seconds per second). Server: every process of the system (all nodes of a cluster, PostgreSQL's backends); load generator: ticketd-bench; machine: everything; other: machine minus server and load generator (the kernel's network work not charged to a process, and other engineers' runs on this shared machine).")
+		fmt.Fprintln(w)
+		table(cpuHeader, rows)
+	}
 	nodes, sizes := scalingRows(r)
 	if len(nodes) > 0 {
 		fmt.Fprintln(w, "\nticketd on 1, 3 and 5 nodes (range size 1000; ratios to 3 nodes):")
