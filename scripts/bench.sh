@@ -6,11 +6,16 @@
 #                               (etcd-server, redis-server, postgresql,
 #                               mariadb-server) with apt-get when run as root
 #   scripts/bench.sh --smoke    CI: a few seconds of ticketd and the bare Echo
-#   BENCH_SMOKE=1 scripts/bench.sh   handler, no installs, exits 1 only on a
-#                               correctness failure or an unexpected error
+#   BENCH_SMOKE=1 scripts/bench.sh   handler and one small many-sequences run
+#                               (100 sequences, 16 clients), no installs,
+#                               exits 1 only on a correctness failure or an
+#                               unexpected error (never on a missed target)
 #   BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 scripts/bench.sh
-#                               ticketd against the bare Echo handler and its
-#                               leader failovers only (a few minutes)
+#                               ticketd against the bare Echo handler, many
+#                               sequences, and its leader failovers (a few
+#                               minutes)
+#   BENCH_MAIN=0 BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 FAILOVER_KILLS=0 scripts/bench.sh
+#                               the many-sequences section alone (~3 minutes)
 #
 # What the full run does, every step bounded in time:
 #   1. builds ticketd and ticketd-bench; waits (bounded) for a quiet machine
@@ -19,15 +24,20 @@
 #      load) at every concurrency and range size; ticketd also through any
 #      node (followers forward), with range size 100000, under a CPU profile,
 #      through leader SIGKILLs (failover), and through the Go SDK at a steady
-#      1 M IDs/s while its leader is SIGKILLed
+#      1 M IDs/s while its leader is SIGKILLed; and, on the same cluster,
+#      many sequences (issue 17): 16 and 64 clients, range size 1000, each
+#      request on one of N sequences picked at random, for N in
+#      BENCH_MANYSEQ_COUNTS; each N is its own run on its own fresh
+#      sequences (created in the run's setup), N=1 the reference
 #   3. ticketd on 5 nodes and on 1 node
 #   4. the peers, one at a time, each a private instance on 127.0.0.1 with
 #      its data in a temp dir: a 3-node etcd cluster (read + compare-and-swap
 #      counter; also SIGKILLs of its leader), Redis (INCRBY, appendfsync
 #      always), PostgreSQL (nextval), MariaDB (Flickr ticket table)
 #   5. the Go micro-benchmarks (-count 6, benchstat-comparable)
-#   6. ticketd-bench report: the table with ratios to ticketd, results.json,
-#      results.md and chart.svg in $OUT
+#   6. ticketd-bench report: the table with ratios to ticketd, the
+#      many-sequences table with ratios to one sequence, the targets,
+#      results.json, results.md and chart.svg in $OUT
 # Everything it started is stopped on exit, Ctrl-C or SIGTERM.
 #
 # Environment (all optional):
@@ -40,6 +50,13 @@
 #   BENCH_SCALING=1 BENCH_SDK=1 BENCH_PROFILE=1 BENCH_MICRO=1   (0 skips)
 #   BENCH_TICKETD=1                 0 skips the baseline and ticketd (to
 #                                   try the peers alone)
+#   BENCH_MAIN=1                    0 skips the baseline and ticketd's
+#                                   side-by-side loads (the 3-node cluster
+#                                   still runs the other ticketd sections)
+#   BENCH_MANYSEQ=1                 0 skips the many-sequences section
+#   BENCH_MANYSEQ_COUNTS="1 100 2000 10000"   numbers of sequences ("100"
+#                                   with --smoke); include 1: the reference
+#   BENCH_MANYSEQ_CONCURRENCY=16,64 ("16" with --smoke)
 #   QUIET_WAIT=600                  seconds to wait for other benchmarks and
 #                                   test runs on this machine to finish
 #   READY_TIMEOUT=30                seconds for a cluster to become ready
@@ -76,6 +93,8 @@ if [[ $SMOKE == 1 ]]; then
 	BENCH_MICRO=${BENCH_MICRO:-0}
 	BENCH_INSTALL=0
 	QUIET_WAIT=${QUIET_WAIT:-0}
+	BENCH_MANYSEQ_COUNTS=${BENCH_MANYSEQ_COUNTS:-100}
+	BENCH_MANYSEQ_CONCURRENCY=${BENCH_MANYSEQ_CONCURRENCY:-16}
 	GROUP=smoke
 else
 	BENCH_DURATION=${BENCH_DURATION:-10s}
@@ -88,10 +107,14 @@ else
 	BENCH_MICRO=${BENCH_MICRO:-1}
 	BENCH_INSTALL=${BENCH_INSTALL:-1}
 	QUIET_WAIT=${QUIET_WAIT:-600}
+	BENCH_MANYSEQ_COUNTS=${BENCH_MANYSEQ_COUNTS:-1 100 2000 10000}
+	BENCH_MANYSEQ_CONCURRENCY=${BENCH_MANYSEQ_CONCURRENCY:-16,64}
 	GROUP=main
 fi
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-1,16,64}
 BENCH_TICKETD=${BENCH_TICKETD:-1}
+BENCH_MAIN=${BENCH_MAIN:-1}
+BENCH_MANYSEQ=${BENCH_MANYSEQ:-1}
 BENCH_COUNTS=${BENCH_COUNTS:-1 1000}
 READY_TIMEOUT=${READY_TIMEOUT:-30}
 MODE=full
@@ -242,14 +265,16 @@ joined() {
 }
 
 # load LABEL SYSTEM NODES COUNT TARGETS [extra flags...]: one load run;
-# LOAD_PIDS names the server processes for the CPU figures.
+# LOAD_PIDS names the server processes for the CPU figures, and
+# LOAD_CONCURRENCY overrides BENCH_CONCURRENCY.
 load() {
 	local label=$1 system=$2 nodes=$3 count=$4 targets=$5 group=${GROUP_OVERRIDE:-$GROUP}
+	local conc=${LOAD_CONCURRENCY:-$BENCH_CONCURRENCY}
 	shift 5
 	local f="$OUT/load-$group-$label-c$count"
-	log "load: $label, range size $count, concurrency $BENCH_CONCURRENCY"
+	log "load: $label, range size $count, concurrency $conc${*:+ ($*)}"
 	if ! "$BIN/ticketd-bench" load --target "$targets" --sequence "$group-$label-c$count" \
-		--count "$count" --concurrency "$BENCH_CONCURRENCY" \
+		--count "$count" --concurrency "$conc" \
 		--duration "$BENCH_DURATION" --warmup "$BENCH_WARMUP" --setup-timeout 30s \
 		--label "$label" --system "$system" --group "$group" --nodes "$nodes" \
 		--pids "${LOAD_PIDS:-}" --json "$f.json" "$@" >"$f.txt" 2>"$f.err"; then
@@ -345,6 +370,20 @@ ticketd_sdk() {
 	fi
 	cat "$OUT/sdk-failover.txt" >&2
 	restart_victim "$victim" || { fail "ticketd not whole again after the sdk run"; return 1; }
+}
+
+# ticketd_manyseq: on the running 3-node cluster, range size 1000 through
+# the leader over each number of sequences of BENCH_MANYSEQ_COUNTS (issue
+# 17). Each run's sequences are its own (the prefix names the number), so
+# every run starts on fresh sequences, created in its setup.
+ticketd_manyseq() {
+	local n
+	for n in $BENCH_MANYSEQ_COUNTS; do
+		wait_cluster || { fail "ticketd not ready before the $n-sequence run"; return 1; }
+		LOAD_PIDS=$(joined "${NODE_PID[@]}")
+		GROUP_OVERRIDE=manyseq LOAD_CONCURRENCY=$BENCH_MANYSEQ_CONCURRENCY \
+			load "ticketd-s$n" ticketd-manyseq 3 1000 "http://$LEADER_ADDR" --sequences "$n"
+	done
 }
 
 # scrape_metrics ADDR FILE: GET /metrics of a node (plain bash, no curl).
@@ -670,6 +709,7 @@ fi
 	echo "go: $(go version)"
 	echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
 	echo "settings: duration=$BENCH_DURATION warmup=$BENCH_WARMUP concurrency=$BENCH_CONCURRENCY range sizes=$BENCH_COUNTS peers=${BENCH_PEERS:-none}"
+	[[ $BENCH_TICKETD == 1 && $BENCH_MANYSEQ == 1 ]] && echo "many sequences: ${BENCH_MANYSEQ_COUNTS// /, } at concurrency $BENCH_MANYSEQ_CONCURRENCY, range size 1000"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "other runs at start: $(busy | wc -l)$(busy | head -n 3 | cut -c1-100 | sed 's/^/\n  /' | tr -d '\r')"
 	for p in etcd redis-server mariadbd; do
@@ -687,36 +727,41 @@ fi
 
 if [[ $BENCH_TICKETD == 1 ]]; then
 	# Baseline first, alone.
-	"$BIN/ticketd-bench" baseline --addr "$BASELINE_ADDR" >"$OUT/logs/baseline.log" 2>&1 &
-	BASELINE_PID=$!
-	if wait_port 18080 10 "$BASELINE_PID"; then
-		LOAD_PIDS=$BASELINE_PID
-		for c in $BENCH_COUNTS; do load echo echo 1 "$c" "http://$BASELINE_ADDR"; done
-	else
-		fail "baseline did not start"
+	if [[ $BENCH_MAIN == 1 ]]; then
+		"$BIN/ticketd-bench" baseline --addr "$BASELINE_ADDR" >"$OUT/logs/baseline.log" 2>&1 &
+		BASELINE_PID=$!
+		if wait_port 18080 10 "$BASELINE_PID"; then
+			LOAD_PIDS=$BASELINE_PID
+			for c in $BENCH_COUNTS; do load echo echo 1 "$c" "http://$BASELINE_ADDR"; done
+		else
+			fail "baseline did not start"
+		fi
+		stop_pid "$BASELINE_PID"
+		BASELINE_PID=""
 	fi
-	stop_pid "$BASELINE_PID"
-	BASELINE_PID=""
 
 	# ticketd, 3 nodes.
 	PPROF_FLAG=""
 	if [[ $BENCH_PROFILE == 1 ]]; then PPROF_FLAG=--pprof; fi
 	start_cluster 3
-	for c in $BENCH_COUNTS; do
-		wait_cluster
-		LOAD_PIDS=$(joined "${NODE_PID[@]}")
-		load ticketd ticketd 3 "$c" "http://$LEADER_ADDR"
-		# Round-robin over every node: two thirds of the workers hit followers,
-		# which forward every request to the leader...
-		load ticketd-any ticketd-any 3 "$c" "$ALL_URLS" --follow-leader=false
-		# ...or, as the SDK does, move to the leader the follower names.
-		load ticketd-follow ticketd-follow 3 "$c" "$ALL_URLS" --follow-leader=true
-	done
+	if [[ $BENCH_MAIN == 1 ]]; then
+		for c in $BENCH_COUNTS; do
+			wait_cluster
+			LOAD_PIDS=$(joined "${NODE_PID[@]}")
+			load ticketd ticketd 3 "$c" "http://$LEADER_ADDR"
+			# Round-robin over every node: two thirds of the workers hit followers,
+			# which forward every request to the leader...
+			load ticketd-any ticketd-any 3 "$c" "$ALL_URLS" --follow-leader=false
+			# ...or, as the SDK does, move to the leader the follower names.
+			load ticketd-follow ticketd-follow 3 "$c" "$ALL_URLS" --follow-leader=true
+		done
+	fi
 	if [[ $BENCH_SCALING == 1 ]]; then
 		wait_cluster
 		LOAD_PIDS=$(joined "${NODE_PID[@]}")
 		GROUP_OVERRIDE=range load ticketd ticketd 3 100000 "http://$LEADER_ADDR"
 	fi
+	if [[ $BENCH_MANYSEQ == 1 ]]; then ticketd_manyseq || true; fi
 	if [[ $BENCH_PROFILE == 1 ]]; then
 		wait_cluster
 		profile_ticketd 16
