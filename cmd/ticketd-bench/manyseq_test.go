@@ -83,8 +83,8 @@ func TestLoadManySequencesAgainstBaseline(t *testing.T) {
 		t.Fatalf("report: sequences %d %q, overall %+v", rep.Sequences, rep.Sequence, rep.Overall)
 	}
 	// About ranges/50 per sequence: far fewer IDs than one sequence would
-	// have reached.
-	if n := uint64(rep.Overall.Ranges); n < 200 || rep.Overall.MaxLast*10 > n*cfg.Count {
+	// have reached (half of them in one of 50 is all but impossible).
+	if n := uint64(rep.Overall.Ranges); n < 20 || rep.Overall.MaxLast*2 > n*cfg.Count {
 		t.Fatalf("overall %+v: were the requests spread over the sequences?", rep.Overall)
 	}
 	// The baseline answers 200 to every PUT: nothing was new.
