@@ -32,6 +32,9 @@ type loadConfig struct {
 	Label    string
 	// SetupTimeout bounds the retries of the initial PUT; 0 means 15s.
 	SetupTimeout time.Duration
+	// Prime reserves once from every sequence before the first level
+	// (--sequences > 1): the cold start, timed apart from the levels.
+	Prime bool
 	// FollowLeader makes an http worker move to the leader a forwarding
 	// node names (api.LeaderHeader) when it is one of the targets, as the
 	// SDK does; off, every request to a follower is forwarded.
@@ -106,6 +109,9 @@ type loadReport struct {
 	Levels     []levelResult `json:"levels"`
 	// SetupS is how long setup took (creating the sequences), seconds.
 	SetupS float64 `json:"setup_s"`
+	// PrimeS is how long the first reservation of every sequence took
+	// (--prime), seconds; 0 when not primed.
+	PrimeS float64 `json:"prime_s,omitempty"`
 	// Overall checks the ranges of all levels together: levels share the
 	// sequences, so an ID handed out at c=1 must not reappear at c=64.
 	// With several sequences each is checked apart.
@@ -177,6 +183,7 @@ func runLoad(ctx context.Context, args []string) error {
 	group := fs.String("group", "", "group recorded in the JSON (for `report`): main, nodes, range, smoke")
 	nodes := fs.Int("nodes", 0, "cluster size recorded in the JSON")
 	po := addPeerFlags(fs)
+	prime := fs.Bool("prime", false, "http, --sequences > 1: before the first level, reserve once from every sequence (their first blocks: the cold start), with the first level's concurrency, and report how long it took; the levels then measure the steady state of N active sequences")
 	follow := fs.Bool("follow-leader", true, "http: a worker moves to the leader a follower names in its answer (X-Ticketd-Leader) when it is a target, as the SDK does; false forwards every request sent to a follower")
 	pidList := fs.String("pids", "", "comma-separated pids of the server processes, for CPU accounting")
 	if err := fs.Parse(args); err != nil {
@@ -217,7 +224,7 @@ func runLoad(ctx context.Context, args []string) error {
 	cfg := loadConfig{
 		Targets: targets, Sequence: *seq, Sequences: *nseq, Count: *count, Levels: levels,
 		Duration: *dur, Warmup: *warm, Timeout: *timeout, Label: *label,
-		SetupTimeout: *setupTimeout, FollowLeader: *follow,
+		SetupTimeout: *setupTimeout, FollowLeader: *follow, Prime: *prime,
 		Kind: *kind, System: *system, Group: *group, Nodes: *nodes, Peer: *po, PIDs: pids,
 	}
 	if cfg.Label == "" {
@@ -300,6 +307,18 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 	}
 	var all []idRange
 	var allSeqs []uint32
+	if mb, ok := be.(*manySeqBackend); ok && cfg.Prime {
+		if progress != nil {
+			fmt.Fprintf(progress, "[%s] priming %d sequences...\n", cfg.Label, len(mb.names))
+		}
+		ranges, seqs, took, err := mb.prime(ctx, cfg.Levels[0])
+		all, allSeqs = append(all, ranges...), append(allSeqs, seqs...)
+		rep.PrimeS = took.Seconds()
+		if err != nil {
+			rep.Overall = checkAll(all, allSeqs, nseq, cfg.Count)
+			return rep, fmt.Errorf("priming: %w", err)
+		}
+	}
 	for _, c := range cfg.Levels {
 		if ctx.Err() != nil {
 			break
@@ -549,6 +568,9 @@ func printLoadTable(w io.Writer, rep *loadReport) {
 	seqs := "sequence=" + rep.Sequence
 	if rep.Sequences > 1 {
 		seqs = fmt.Sprintf("sequences=%d (%s-*, setup %.1fs)", rep.Sequences, rep.Sequence, rep.SetupS)
+		if rep.PrimeS > 0 {
+			seqs += fmt.Sprintf(", primed in %.2fs (%.0f first reservations/s)", rep.PrimeS, float64(rep.Sequences)/rep.PrimeS)
+		}
 	}
 	fmt.Fprintf(w, "== %s  targets=%s  %s  count=%d  duration=%gs  warmup=%gs  cpus=%d\n",
 		rep.Label, strings.Join(rep.Targets, ","), seqs, rep.Count, rep.DurationS, rep.WarmupS, rep.NumCPU)

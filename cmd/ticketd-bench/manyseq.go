@@ -195,6 +195,63 @@ func putStatus(ctx context.Context, client *http.Client, target, name string) (i
 	return resp.StatusCode, nil
 }
 
+// prime reserves once from every sequence, conc at a time, and returns the
+// ranges (for the range check) with their sequences and how long it took.
+// Every sequence's first reservation waits for its first block: this is the
+// cold start a fresh sequence costs, which the levels then leave out.
+func (b *manySeqBackend) prime(ctx context.Context, conc int) ([]idRange, []uint32, time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, manySeqSetupTimeout(b.cfg.Timeout, len(b.names)))
+	defer cancel()
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		ranges   []idRange
+		seqs     []uint32
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for w := range min(conc, len(b.names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := b.newReserver(ctx, w)
+			if err != nil {
+				errOnce.Do(func() { firstErr = err })
+				return
+			}
+			mr := r.(*manySeqReserver)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(b.names) || ctx.Err() != nil {
+					return
+				}
+				rg, err := mr.reserveIndex(ctx, i)
+				for attempt := 0; err != nil && attempt < 5 && ctx.Err() == nil; attempt++ {
+					time.Sleep(10 * time.Millisecond)
+					rg, err = mr.reserveIndex(ctx, i)
+				}
+				if err != nil {
+					errOnce.Do(func() {
+						firstErr = fmt.Errorf("first reservation of %s: %w", b.names[i], err)
+						cancel()
+					})
+					return
+				}
+				mu.Lock()
+				ranges, seqs = append(ranges, rg), append(seqs, uint32(i))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil && len(ranges) != len(b.names) {
+		firstErr = fmt.Errorf("primed %d of %d sequences: %v", len(ranges), len(b.names), ctx.Err())
+	}
+	return ranges, seqs, time.Since(start), firstErr
+}
+
 func (b *manySeqBackend) newReserver(_ context.Context, i int) (reserver, error) {
 	r := &manySeqReserver{
 		client: &http.Client{Transport: b.tr, Timeout: b.cfg.Timeout},
@@ -247,21 +304,27 @@ func (r *manySeqReserver) reserve(ctx context.Context) (idRange, int, error) {
 
 func (r *manySeqReserver) reserveSeq(ctx context.Context) (int, idRange, int, error) {
 	seq := r.rng.IntN(len(r.urls[r.cur]))
+	rg, err := r.reserveIndex(ctx, seq)
+	return seq, rg, 0, err
+}
+
+// reserveIndex reserves from sequence seq.
+func (r *manySeqReserver) reserveIndex(ctx context.Context, seq int) (idRange, error) {
 	status, leader, err := postOnce(ctx, r.client, r.urls[r.cur][seq], r.body, &r.buf)
 	if ti, ok := r.hosts[leader]; ok && leader != "" {
 		r.cur = ti
 	}
 	if err != nil {
-		return seq, idRange{}, 0, &opError{kind: classifyErr(err), backoff: true, err: err}
+		return idRange{}, &opError{kind: classifyErr(err), backoff: true, err: err}
 	}
 	if status != http.StatusOK {
-		return seq, idRange{}, 0, &opError{kind: strconv.Itoa(status), backoff: status >= 500}
+		return idRange{}, &opError{kind: strconv.Itoa(status), backoff: status >= 500}
 	}
 	var rr rangeResponse
 	if err := json.Unmarshal(r.buf.Bytes(), &rr); err != nil {
-		return seq, idRange{}, 0, &opError{kind: "decode", err: err}
+		return idRange{}, &opError{kind: "decode", err: err}
 	}
-	return seq, idRange{First: rr.First, Last: rr.Last}, 0, nil
+	return idRange{First: rr.First, Last: rr.Last}, nil
 }
 
 func (r *manySeqReserver) close() {}

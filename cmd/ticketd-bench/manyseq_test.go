@@ -92,7 +92,23 @@ func TestLoadManySequencesAgainstBaseline(t *testing.T) {
 		t.Fatalf("note %q", rep.Note)
 	}
 
+	// Primed: every sequence reserved once before the levels, those
+	// ranges in the check (the baseline's sequences start at 1 again for
+	// a new prefix).
+	cfg.Prime, cfg.Sequence = true, "primed"
+	rep, err = runLoadLevels(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loadVerdict(rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.PrimeS <= 0 || rep.Overall.Ranges < 50 {
+		t.Fatalf("primed run: prime %.3fs, %d ranges checked", rep.PrimeS, rep.Overall.Ranges)
+	}
+
 	// Only http drives many sequences.
+	cfg.Prime = false
 	cfg.Kind, cfg.Targets = "redis", []string{"127.0.0.1:1"}
 	if _, err := runLoadLevels(context.Background(), cfg, nil); !errors.Is(err, errManyKinds) {
 		t.Fatalf("redis with 50 sequences: %v", err)
