@@ -274,9 +274,13 @@ func (b *manySeqBackend) note() string {
 	if c := b.created.Load(); c != int64(len(b.names)) {
 		fresh = fmt.Sprintf("NOT fresh: %d of them new, the others existed", c)
 	}
-	n := fmt.Sprintf("%d sequences (%s-*) put in setup (%.1f s, %.0f/s), %s; each request picks one uniformly at random; "+
-		"the warmup of each level (%s) is not measured, so the first level's absorbs part of their cold start (their first blocks)",
-		len(b.names), b.cfg.Sequence, b.setupTook.Seconds(), float64(len(b.names))/max(b.setupTook.Seconds(), 1e-9), fresh, b.cfg.Warmup)
+	n := fmt.Sprintf("%d sequences (%s-*) put in setup (%.1f s, %.0f/s), %s; each request picks one uniformly at random; ",
+		len(b.names), b.cfg.Sequence, b.setupTook.Seconds(), float64(len(b.names))/max(b.setupTook.Seconds(), 1e-9), fresh)
+	if b.cfg.Prime {
+		n += "each was reserved from once before the first level (primed: their first blocks, the cold start, timed apart), so the levels measure them active"
+	} else {
+		n += fmt.Sprintf("the warmup of each level (%s) is not measured, so the first level's absorbs part of their cold start (their first blocks)", b.cfg.Warmup)
+	}
 	if b.cfg.FollowLeader && len(b.cfg.Targets) > 1 {
 		n += "; workers move to the leader a follower names in its answer"
 	}
