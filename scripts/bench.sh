@@ -148,33 +148,8 @@ fail() {
 	STATUS=1
 }
 
-# wait_gone PID SECONDS: wait for PID to exit, at most SECONDS (bounded:
-# polling instead of a bare `wait`, which could block forever).
-wait_gone() {
-	local pid=$1 limit=$(($2 * 10)) i
-	for ((i = 0; i < limit; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# stop_pid PID [GRACE]: SIGTERM, up to GRACE (default 10) seconds, then
-# SIGKILL; then reap it.
-stop_pid() {
-	local pid=$1 grace=${2:-10}
-	[[ -n $pid ]] || return 0
-	kill -TERM "$pid" 2>/dev/null || {
-		wait "$pid" 2>/dev/null || true
-		return 0
-	}
-	if ! wait_gone "$pid" "$grace"; then
-		log "pid $pid ignored SIGTERM for ${grace}s, killing"
-		kill -KILL "$pid" 2>/dev/null || true
-		wait_gone "$pid" 5 || true
-	fi
-	wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=scripts/proc-lib.sh
+. "$ROOT/scripts/proc-lib.sh"
 
 stop_ticketd() {
 	local id
