@@ -522,13 +522,8 @@ func (s *Service) listSequences(c echo.Context) error {
 // server returned, so "after" must pass the naming rule: should api's rule
 // ever be tightened, this check must keep accepting every name that exists.
 func sequencePageParams(c echo.Context) (after string, limit int, err error) {
-	limit = api.DefaultSequencePage
-	if v := c.QueryParam("limit"); v != "" {
-		l, err := strconv.Atoi(v)
-		if err != nil || l < 1 || l > api.MaxSequencePage {
-			return "", 0, badRequest(fmt.Sprintf(`query parameter "limit" must be between 1 and %d, got %q`, api.MaxSequencePage, v))
-		}
-		limit = l
+	if limit, err = pageLimit(c, api.DefaultSequencePage, api.MaxSequencePage); err != nil {
+		return "", 0, err
 	}
 	if after = c.QueryParam("after"); after != "" {
 		if err := api.ValidateSequenceName(after); err != nil {
@@ -536,6 +531,20 @@ func sequencePageParams(c echo.Context) (after string, limit int, err error) {
 		}
 	}
 	return after, limit, nil
+}
+
+// pageLimit reads a listing's "limit" query parameter: def when absent,
+// else an integer in [1, max].
+func pageLimit(c echo.Context, def, max int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return def, nil
+	}
+	l, err := strconv.Atoi(v)
+	if err != nil || l < 1 || l > max {
+		return 0, badRequest(fmt.Sprintf(`query parameter "limit" must be between 1 and %d, got %q`, max, v))
+	}
+	return l, nil
 }
 
 func sequenceView(s domain.Sequence) api.Sequence {

@@ -229,7 +229,6 @@ func auditView(r domain.AuditRecord) api.AuditRecord { return api.AuditRecord(r)
 
 func (s *Service) audit(c echo.Context) error {
 	var after uint64
-	limit := 1000
 	if c.QueryParam("after_index") != "" {
 		// Log indices restart in a cluster seeded from a backup; the
 		// audit's own numbers do not.
@@ -242,12 +241,9 @@ func (s *Service) audit(c echo.Context) error {
 		}
 		after = a
 	}
-	if v := c.QueryParam("limit"); v != "" {
-		l, err := strconv.Atoi(v)
-		if err != nil || l < 1 || l > 10_000 {
-			return badRequest(fmt.Sprintf(`query parameter "limit" must be between 1 and 10000, got %q`, v))
-		}
-		limit = l
+	limit, err := pageLimit(c, 1000, 10_000)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
