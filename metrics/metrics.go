@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,8 +57,9 @@ type Metrics struct {
 	StorageErrors     *prometheus.CounterVec
 	StorageWrite      *prometheus.HistogramVec
 
-	mu     sync.Mutex
-	labels map[string]struct{}
+	mu         sync.Mutex
+	labels     map[string]struct{}
+	labelsFull atomic.Bool // labels holds MaxSequenceLabels names and never changes again
 
 	// Children of the vectors, cached: looking a child up by label values
 	// hashes them every time, which on the reservation path costs more
@@ -228,6 +230,15 @@ func (m *Metrics) Register(c prometheus.Collector) {
 // SequenceLabel returns the label value for a sequence, keeping the number
 // of distinct values bounded.
 func (m *Metrics) SequenceLabel(name string) string {
+	if m.labelsFull.Load() {
+		// The set no longer changes once full, so it is read without the
+		// lock: the reservations of every sequence past the bound come
+		// here, and would otherwise all take it.
+		if _, ok := m.labels[name]; ok {
+			return name
+		}
+		return OtherSequence
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.labels[name]; ok {
@@ -237,6 +248,9 @@ func (m *Metrics) SequenceLabel(name string) string {
 		return OtherSequence
 	}
 	m.labels[name] = struct{}{}
+	if len(m.labels) == MaxSequenceLabels {
+		m.labelsFull.Store(true) // after the last write: readers see the whole set
+	}
 	return name
 }
 
