@@ -10,6 +10,6 @@ COPY --chown=65532:65532 build/docker/rootfs/ /
 COPY build/docker/ticketd /ticketd
 USER 65532:65532
 VOLUME /data
-EXPOSE 8080 8090
+EXPOSE 8080 8090 6379
 ENTRYPOINT ["/ticketd"]
 CMD ["serve", "--data-dir", "/data", "--http-addr", "0.0.0.0:8080", "--raft-addr", "0.0.0.0:8090"]

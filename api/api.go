@@ -19,6 +19,11 @@ import (
 // hop; one that has not ignores it.
 const LeaderHeader = "X-Ticketd-Leader"
 
+// ForwardedHeader marks a request one node forwarded to the leader (from its
+// HTTP API or its Redis-protocol front); the leader never forwards it again,
+// so a stale view cannot bounce a request around.
+const ForwardedHeader = "X-Ticketd-Forwarded-By"
+
 const (
 	// MaxSequenceNameLen is the longest sequence name accepted.
 	MaxSequenceNameLen = 64

@@ -320,6 +320,13 @@ func (f *FSM) Sequence(name string) (Sequence, bool) {
 	return *s, true
 }
 
+// SequenceCount is how many sequences exist.
+func (f *FSM) SequenceCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.sequences)
+}
+
 // Sequences returns every sequence, sorted by name.
 func (f *FSM) Sequences() []Sequence {
 	f.mu.RLock()

@@ -71,10 +71,9 @@ type Store interface {
 	Ready() error
 }
 
-// ForwardedHeader marks a request one node forwarded to the leader; the
-// leader never forwards it again, so a stale view cannot bounce a request
-// around.
-const ForwardedHeader = "X-Ticketd-Forwarded-By"
+// ForwardedHeader marks a request one node forwarded to the leader (see
+// api.ForwardedHeader).
+const ForwardedHeader = api.ForwardedHeader
 
 // Config configures the service.
 type Config struct {

@@ -49,6 +49,8 @@ type Metrics struct {
 	InflightRejected  prometheus.Counter
 	AuthFailures      *prometheus.CounterVec
 	ForwardedRequests prometheus.Counter
+	RESPConnections   prometheus.Gauge
+	RESPAuthFailures  *prometheus.CounterVec
 	AuditViolations   prometheus.Gauge
 	AuditChecks       prometheus.Counter
 	LeaseTimers       *prometheus.CounterVec
@@ -169,6 +171,14 @@ func New(version string) *Metrics {
 		Name: "ticketd_http_auth_failures_total",
 		Help: "Requests refused by authentication (401) or authorization (403).",
 	}, []string{"code"})
+	m.RESPConnections = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ticketd_resp_connections",
+		Help: "Open connections of the Redis-protocol front.",
+	})
+	m.RESPAuthFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_resp_auth_failures_total",
+		Help: "Redis-protocol commands refused by authentication (wrongpass) or authorization (noperm).",
+	}, []string{"code"})
 	m.ForwardedRequests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ticketd_http_forwarded_requests_total",
 		Help: "Requests this node forwarded to the leader.",
@@ -212,7 +222,7 @@ func New(version string) *Metrics {
 		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.BlockBatchRequests, m.SequencesEvicted,
 		m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
-		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
+		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.RESPConnections, m.RESPAuthFailures, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
 		m.TLSCertExpiry, m.TLSReloads, m.StorageErrors, m.StorageWrite, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -384,6 +394,28 @@ func (m *Metrics) ObserveHTTP(route, method string, code int) {
 		c, _ = m.httpChildren.LoadOrStore(key, m.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(code)))
 	}
 	c.(prometheus.Counter).Inc()
+}
+
+// RESPConnOpened and RESPConnClosed count the Redis-protocol front's open
+// connections.
+func (m *Metrics) RESPConnOpened() {
+	if m != nil {
+		m.RESPConnections.Inc()
+	}
+}
+
+func (m *Metrics) RESPConnClosed() {
+	if m != nil {
+		m.RESPConnections.Dec()
+	}
+}
+
+// RESPAuthFailure counts a Redis-protocol command refused by authentication
+// or authorization; code is "wrongpass" or "noperm".
+func (m *Metrics) RESPAuthFailure(code string) {
+	if m != nil {
+		m.RESPAuthFailures.WithLabelValues(code).Inc()
+	}
 }
 
 // SetAuditViolations records the result of a uniqueness probe.

@@ -11,6 +11,7 @@ local_dir=${TICKETD_LOCAL:-$root/.ticketd}
 nodes=${NODES:-3}
 http_base=${HTTP_BASE_PORT:-8080}
 raft_base=${RAFT_BASE_PORT:-8090}
+resp_base=${RESP_BASE_PORT:-6379} # the Redis-protocol front: 6380, 6381, ...
 
 if [[ "$nodes" != 3 && "$nodes" != 5 ]]; then
   echo "NODES must be 3 or 5" >&2; exit 2
@@ -59,6 +60,7 @@ addrs=""
 for i in $(seq 1 "$nodes"); do
   "$bin" serve --id "n$i" --data-dir "$local_dir/data/n$i" --tokens-file "$local_dir/tokens" \
     --http-addr "127.0.0.1:$((http_base + i))" --raft-addr "127.0.0.1:$((raft_base + i))" \
+    --resp-addr "127.0.0.1:$((resp_base + i))" \
     --raft-tls-cert "$tls/n$i.pem" --raft-tls-key "$tls/n$i-key.pem" --raft-tls-ca "$tls/ca.pem" \
     --tls-cert "$tls/n$i.pem" --tls-key "$tls/n$i-key.pem" --tls-ca "$tls/ca.pem" \
     --initial-cluster "$initial" >"$local_dir/logs/n$i.log" 2>&1 &
@@ -93,6 +95,11 @@ echo "== ticketd create demo"
 "$bin" create demo
 echo "== ticketd reserve demo 1000"
 "$bin" reserve demo 1000
+if command -v redis-cli >/dev/null; then
+  echo "== redis-cli INCRBY demo 1000 (the Redis-protocol front, TLS, through a follower or the leader)"
+  redis-cli --tls --cacert "$tls/ca.pem" -h 127.0.0.1 -p $((resp_base + 2)) --no-auth-warning \
+    -a "$(cat "$local_dir/reserve.token")" INCRBY demo 1000
+fi
 
 cat <<TXT
 
@@ -104,6 +111,7 @@ node's files and send it SIGHUP, or wait 10 s). Tokens are in $local_dir/tokens
   $bin reserve demo 10
   curl -s --cacert $tls/ca.pem -H "Authorization: Bearer \$TICKETD_TOKEN" -XPOST https://localhost:$((http_base + 2))/v1/sequences/demo/ranges -d '{"count":5}'   # via a follower
   curl -s --cacert $tls/ca.pem https://localhost:$((http_base + 1))/metrics -H "Authorization: Bearer \$TICKETD_TOKEN" | grep -e ^ticketd_reservations -e ^ticketd_raft_tls
+  redis-cli --tls --cacert $tls/ca.pem -p $((resp_base + 1)) --no-auth-warning -a \$TICKETD_TOKEN INCRBY demo 1000   # any Redis client (apt-get install redis-tools)
   $bin sequences demo
   $bin status
 Stop it with: scripts/cluster-down.sh   (add --purge to delete its data)

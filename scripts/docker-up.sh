@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the image and starts a 3- (or NODES=5) node cluster in Docker, on a
-# network of its own, with each node's API published on 127.0.0.1:1818N.
+# network of its own, with each node's API published on 127.0.0.1:1818N and
+# its Redis-protocol front on 127.0.0.1:1638N.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=${NODES:-3}
@@ -33,4 +34,4 @@ fi
 addrs=$(for i in $(seq 1 "$nodes"); do printf 'http://127.0.0.1:1818%s,' "$i"; done)
 "$root/build/docker/ticketd" create demo --addr "${addrs%,}"
 "$root/build/docker/ticketd" reserve demo 1000 --addr "${addrs%,}"
-echo "running; tokens in build/docker/{admin,reserve}.token; stop with scripts/docker-down.sh (NODES=$nodes)"
+echo "running; tokens in build/docker/{admin,reserve}.token; Redis protocol on 127.0.0.1:1638N (redis-cli -p 16381 -a TOKEN INCRBY demo 10); stop with scripts/docker-down.sh (NODES=$nodes)"

@@ -28,6 +28,16 @@ type Config struct {
 	// HTTPListener, if set, is used instead of listening on HTTPAddr.
 	HTTPListener net.Listener
 
+	// RESPAddr, if set, serves the Redis-protocol front (package
+	// respapi) there, with the API's tokens and TLS; RESPListener, if set,
+	// is used instead of listening on it. Neither: no front.
+	RESPAddr     string
+	RESPListener net.Listener
+	// RESPMaxConns bounds the front's open connections (0: 10,000).
+	RESPMaxConns int
+	// Version is what the Redis-protocol front reports (HELLO, INFO).
+	Version string
+
 	// Join lists API URLs of existing members; a node that is in no Raft
 	// configuration yet asks them to add it.
 	Join []string

@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/issuer"
 	"github.com/ticketd/ticketd/lessor"
 	"github.com/ticketd/ticketd/metrics"
+	"github.com/ticketd/ticketd/respapi"
 )
 
 // Server is a running node.
@@ -40,6 +41,8 @@ type Server struct {
 	api      *httpapi.Service
 	http     *http.Server
 	ln       net.Listener
+	resp     *respapi.Server // nil without RESPAddr
+	respLn   net.Listener
 	client   *http.Client
 	scheme   string // of every node's API: http or https
 
@@ -157,6 +160,10 @@ func Start(cfg Config) (*Server, error) {
 		}
 		s.serveErr <- err
 	}()
+	if err := s.startRESP(peerTransport); err != nil {
+		_ = s.Kill()
+		return nil, err
+	}
 	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
 	s.wg.Add(2)
 	go s.membershipLoop(advertise)
@@ -167,6 +174,58 @@ func Start(cfg Config) (*Server, error) {
 
 // HTTPAddr is the address the API listens on.
 func (s *Server) HTTPAddr() string { return s.ln.Addr().String() }
+
+// RESPAddr is the address the Redis-protocol front listens on ("" when it
+// is off).
+func (s *Server) RESPAddr() string {
+	if s.respLn == nil {
+		return ""
+	}
+	return s.respLn.Addr().String()
+}
+
+// startRESP starts the Redis-protocol front when the configuration asks
+// for it: same store, tokens and TLS as the HTTP API, and the same
+// transport to reach the leader's API from a follower.
+func (s *Server) startRESP(peerTransport http.RoundTripper) error {
+	cfg := s.cfg
+	ln := cfg.RESPListener
+	if ln == nil {
+		if cfg.RESPAddr == "" {
+			return nil
+		}
+		var err error
+		if ln, err = net.Listen("tcp", cfg.RESPAddr); err != nil {
+			return fmt.Errorf("listen on RESP address: %w", err)
+		}
+	}
+	s.respLn = ln
+	if cfg.APITLS != nil {
+		ln = tls.NewListener(ln, cfg.APITLS)
+	}
+	version := cfg.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.resp = respapi.New(respapi.Config{
+		Store:            store{s},
+		Logger:           s.log,
+		Tokens:           cfg.Tokens,
+		Metrics:          cfg.Metrics,
+		Version:          version,
+		RequestTimeout:   cfg.RequestTimeout,
+		MaxConns:         cfg.RESPMaxConns,
+		ForwardScheme:    s.scheme,
+		ForwardTransport: peerTransport,
+	})
+	go func() {
+		if err := s.resp.Serve(ln); err != nil && !errors.Is(err, respapi.ErrServerClosed) {
+			s.log.Error("RESP front stopped", "err", err)
+		}
+	}()
+	s.log.Info("serving the Redis protocol", "addr", s.respLn.Addr().String(), "tls", cfg.APITLS != nil)
+	return nil
+}
 
 // Node returns the Raft node (tests use it to inspect and to force
 // snapshots).
@@ -189,6 +248,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				s.log.Warn("leadership transfer failed", "err", terr)
 			}
 		}
+		var rerr error
+		if s.resp != nil {
+			rerr = s.resp.Shutdown(ctx)
+		}
 		stopSweep := s.newConns.sweep()
 		herr := s.http.Shutdown(ctx)
 		stopSweep()
@@ -196,7 +259,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			_ = s.http.Close()
 		}
 		nerr := s.node.Shutdown(ctx, false)
-		err = errors.Join(herr, nerr)
+		err = errors.Join(herr, rerr, nerr)
 	})
 	return err
 }
@@ -210,6 +273,9 @@ func (s *Server) Kill() error {
 		s.cancel()
 		s.wg.Wait()
 		_ = s.http.Close()
+		if s.resp != nil {
+			s.resp.Close()
+		}
 		err = s.node.Shutdown(context.Background(), false)
 	})
 	return err
@@ -331,6 +397,10 @@ func (st store) Serving() bool {
 }
 
 func (st store) LeaderHTTPAddr() (string, string, bool) { return st.s.node.LeaderHTTPAddr() }
+
+var _ respapi.Store = store{}
+
+func (st store) SequenceCount() int { return st.s.node.FSM().SequenceCount() }
 
 func (st store) Reserve(ctx context.Context, name string, count int64) (int64, int64, error) {
 	r, err := st.s.issuer.Reserve(ctx, name, count)

@@ -198,6 +198,7 @@ func serve(args []string, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address the HTTP API listens on")
 	httpAdv := fs.String("http-advertise", "", "host:port other nodes and clients reach the API at (default: --http-addr)")
+	respAddr := fs.String("resp-addr", "", "address the Redis-protocol front listens on (off unless set): INCR/INCRBY with any Redis client, same tokens and TLS as the API")
 	raftAddr := fs.String("raft-addr", "127.0.0.1:8090", "address the Raft port listens on")
 	raftAdv := fs.String("raft-advertise", "", "host:port other nodes reach the Raft port at (default: --raft-addr)")
 	initial := fs.String("initial-cluster", "", "bootstrap a new cluster of these voters: id=raftaddr,id=raftaddr,... (identical on every node)")
@@ -253,6 +254,8 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.Cluster.RaftLogLevel = rl
 	cfg.HTTPAddr = *httpAddr
 	cfg.HTTPAdvertise = *httpAdv
+	cfg.RESPAddr = *respAddr
+	cfg.Version = version
 	cfg.Logger = log
 	cfg.Pprof = *pprofOn
 	cfg.MaxReadyLag = *maxReadyLag
