@@ -142,6 +142,24 @@ func TestGoRedis_AuthScopesAndErrors(t *testing.T) {
 				wantErr(t, "a bad sequence name", res.Incr(ctx, "no spaces").Err(), "ERR sequence name")
 			}
 
+			for _, n := range tc.Running() {
+				info, err := client(t, n, reserveToken, proto).Info(ctx).Result()
+				role := "role:slave"
+				if n == leader {
+					role = "role:master"
+				}
+				// This subtest's first sequence, and RESP2's two before it
+				// (a follower's count may lag its leader's).
+				count := fmt.Sprintf("sequences:%d\r\n", 2*proto-3)
+				if n != leader {
+					count = "sequences:"
+				}
+				if err != nil || !strings.Contains(info, role+"\r\n") || !strings.Contains(info, "leader:"+leader.ID+"\r\n") ||
+					!strings.Contains(info, count) {
+					t.Fatalf("INFO on %s: %v\n%s", n.ID, err, info)
+				}
+			}
+
 			small := seq + "-small"
 			if err := adm.Do(ctx, "TICKETD.CREATE", small, "START", 1, "MAX", 10).Err(); err != nil {
 				t.Fatal(err)

@@ -99,19 +99,22 @@ func (c *conn) runSegment(seg []*call) {
 			groups = append(groups, []*call{cl})
 		}
 	}
+	// One deadline for the segment: its reservations run together.
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout)
+	defer cancel()
 	if len(groups) > 1 {
 		var wg sync.WaitGroup
 		for _, g := range groups[1:] {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.reserveGroup(g)
+				c.reserveGroup(ctx, g)
 			}()
 		}
-		c.reserveGroup(groups[0])
+		c.reserveGroup(ctx, groups[0])
 		wg.Wait()
 	} else {
-		c.reserveGroup(groups[0])
+		c.reserveGroup(ctx, groups[0])
 	}
 	clear(groups)
 	c.groups = groups[:0]
@@ -122,7 +125,7 @@ func (c *conn) runSegment(seg []*call) {
 // fails because the sequence would pass its maximum, each command is tried
 // on its own, in order, so that the ones that fit are served as they would
 // have been alone.
-func (c *conn) reserveGroup(g []*call) {
+func (c *conn) reserveGroup(ctx context.Context, g []*call) {
 	for len(g) > 0 {
 		n, sum := 0, int64(0)
 		for n < len(g) && sum+g[n].count <= api.MaxReserveCount {
@@ -131,10 +134,10 @@ func (c *conn) reserveGroup(g []*call) {
 		}
 		part := g[:n]
 		g = g[n:]
-		first, _, err := c.reserve(part[0].name, sum, part[0].token)
+		first, _, err := c.reserve(ctx, part[0].name, sum, part[0].token)
 		if errors.Is(err, domain.ErrExhausted) && len(part) > 1 {
 			for _, cl := range part {
-				f, _, err := c.reserve(cl.name, cl.count, cl.token)
+				f, _, err := c.reserve(ctx, cl.name, cl.count, cl.token)
 				cl.answerRange(f, err)
 			}
 			continue
@@ -148,9 +151,7 @@ func (c *conn) reserveGroup(g []*call) {
 
 // reserve reserves count IDs here when this node serves, else at the
 // leader.
-func (c *conn) reserve(name string, count int64, token string) (first, last int64, err error) {
-	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout)
-	defer cancel()
+func (c *conn) reserve(ctx context.Context, name string, count int64, token string) (first, last int64, err error) {
 	st := c.s.cfg.Store
 	if !st.Serving() {
 		return c.s.leader.reserve(ctx, name, count, token)
