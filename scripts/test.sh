@@ -8,8 +8,9 @@
 # Stage 1: formatting, vet, the module checks, the fault build's check,
 # every unit and integration
 # test with the race detector (in-process clusters, and the tests that drive
-# the built binary as processes), every fuzz target for a few seconds, and
-# the benchmark in smoke mode.
+# the built binary as processes), redis-cli and Python's redis against the
+# Redis-protocol front, every fuzz target for a few seconds, and the
+# benchmark in smoke mode.
 #
 # Stage 2: the fault-injection suite's CI schedule (scripts/jepsen-ci.sh):
 # 5 ticketd processes, every nemesis kind once (kills, pauses, partitions,
@@ -49,6 +50,11 @@ scripts/modules.sh
 scripts/faults-build.sh
 # -p 1: packages that start clusters must not run side by side on a small machine.
 go test -race -count=1 -p 1 -timeout 25m "$@" $packages
+# Real Redis clients of two more languages (redis-cli, Python's redis; Go's
+# go-redis runs in the go test line above) against the Redis-protocol front
+# of a 3-process cluster, through a leader SIGKILL; installs redis-tools and
+# python3-redis from Debian when they are missing.
+scripts/resp-clients.sh
 # Every fuzz target for a few seconds beyond its seed corpus (which the
 # line above already ran as tests); scripts/fuzz.sh runs them for longer.
 scripts/fuzz.sh --time "${FUZZ_TIME:-5s}"
