@@ -422,10 +422,10 @@ func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
 				// The FSM had fewer than p.min left. If we need at least
 				// that much beyond what we hold, nothing can serve us.
 				s.mu.Lock()
-				hopeless := count-s.avail >= p.min
+				held := s.avail
 				s.mu.Unlock()
-				if hopeless {
-					return 0, p.err
+				if count-held >= p.min {
+					return 0, s.exhausted(count, held)
 				}
 				continue
 			}
@@ -433,6 +433,19 @@ func (s *sequence) take(ctx context.Context, count int64) (int64, error) {
 		}
 	}
 	return 0, ErrContended
+}
+
+// exhausted is the error for a request of count IDs that neither the held
+// IDs nor the state machine can serve. It names the request and everything
+// left (held here, and never granted): the block request's own shortfall,
+// which the state machine's error names, means nothing to the caller.
+func (s *sequence) exhausted(count, held int64) error {
+	left, maxID := held, int64(0)
+	if st, ok := s.is.p.Sequence(s.name); ok {
+		left += st.Remaining()
+		maxID = st.Max
+	}
+	return fmt.Errorf("%w: %q has %d IDs left (max %d), %d asked for", fsm.ErrSequenceExhausted, s.name, left, maxID, count)
 }
 
 // lowWater is the level below which the next block is fetched in advance.

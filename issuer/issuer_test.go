@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -585,4 +586,28 @@ func TestReserve_ColdSequenceBurstOfLargeRequests_AllServed(t *testing.T) {
 	}
 	checkDisjoint(t, got)
 	t.Logf("%d proposals for %d callers", p.proposals.Load(), callers)
+}
+
+// The exhaustion error names what the caller asked for and what is really
+// left: the IDs of the leader's block and those never granted. It used to
+// name the block request's shortfall ("0 IDs left, 3 needed" for a request
+// of 5 with 2 left), which misled whoever read it.
+func TestReserve_Exhausted_ErrorNamesTheRequestAndWhatIsLeft(t *testing.T) {
+	p := newFSMProposer(t, fsm.CreateSequence{Name: "small", Start: 1, Max: 10})
+	is := New(p, testConfig())
+	is.Acquire(1)
+	ctx := context.Background()
+	if r, err := is.Reserve(ctx, "small", 8); err != nil || r.Last != 8 {
+		t.Fatalf("reserve 8: %+v, %v", r, err)
+	}
+	_, err := is.Reserve(ctx, "small", 5)
+	if !errors.Is(err, fsm.ErrSequenceExhausted) {
+		t.Fatalf("err = %v, want ErrSequenceExhausted", err)
+	}
+	if want := `"small" has 2 IDs left (max 10), 5 asked for`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %q, want it to say %q", err, want)
+	}
+	if r, err := is.Reserve(ctx, "small", 2); err != nil || r.First != 9 || r.Last != 10 {
+		t.Fatalf("reserve the last 2: %+v, %v", r, err)
+	}
 }
