@@ -50,16 +50,12 @@ func AppendInt(b []byte, n int64) []byte {
 }
 
 // AppendBulk appends a bulk string.
-func AppendBulk(b []byte, s []byte) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
+func AppendBulk(b []byte, s []byte) []byte { return appendBulk(b, s) }
 
 // AppendBulkString is AppendBulk of a string.
-func AppendBulkString(b []byte, s string) []byte {
+func AppendBulkString(b []byte, s string) []byte { return appendBulk(b, s) }
+
+func appendBulk[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '$')
 	b = strconv.AppendInt(b, int64(len(s)), 10)
 	b = append(b, '\r', '\n')
