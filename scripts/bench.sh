@@ -2,20 +2,28 @@
 # bench.sh: ticketd side by side with what users would pick instead, on this
 # machine, in one run (issue 5). See bench/README.md for the latest results.
 #
-#   scripts/bench.sh            full run: ~15 minutes; installs what is missing
-#                               (etcd-server, redis-server, postgresql,
-#                               mariadb-server) with apt-get when run as root
+#   scripts/bench.sh            full run: ~20 minutes; installs what is missing
+#                               (etcd-server, redis-server, redis-tools,
+#                               postgresql, mariadb-server) with apt-get when
+#                               run as root
 #   scripts/bench.sh --smoke    CI: a few seconds of ticketd and the bare Echo
-#   BENCH_SMOKE=1 scripts/bench.sh   handler and one small many-sequences run
-#                               (100 sequences, 16 clients), no installs,
+#   BENCH_SMOKE=1 scripts/bench.sh   handler, one small many-sequences run
+#                               (100 sequences, 16 clients) and one small
+#                               RESP round (redis-benchmark and redis-server
+#                               only if installed), no installs,
 #                               exits 1 only on a correctness failure or an
 #                               unexpected error (never on a missed target)
-#   BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 scripts/bench.sh
+#   BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 BENCH_RESP=0 scripts/bench.sh
 #                               ticketd against the bare Echo handler, many
 #                               sequences, and its leader failovers (a few
 #                               minutes)
-#   BENCH_MAIN=0 BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 FAILOVER_KILLS=0 scripts/bench.sh
+#   BENCH_MAIN=0 BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 FAILOVER_KILLS=0 BENCH_RESP=0 scripts/bench.sh
 #                               the many-sequences section alone (~3 minutes)
+#   BENCH_ONLY=resp scripts/bench.sh
+#                               the RESP section alone (~5 minutes; the same
+#                               as BENCH_MAIN=0 BENCH_MANYSEQ=0 BENCH_PEERS=
+#                               BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0
+#                               BENCH_MICRO=0 FAILOVER_KILLS=0)
 #
 # What the full run does, every step bounded in time:
 #   1. builds ticketd and ticketd-bench; waits (bounded) for a quiet machine
@@ -28,7 +36,19 @@
 #      many sequences (issue 17): 16 and 64 clients, range size 1000, each
 #      request on one of N sequences picked at random, for N in
 #      BENCH_MANYSEQ_COUNTS; each N is its own run on its own fresh
-#      sequences (created in the run's setup), N=1 the reference
+#      sequences (created in the run's setup), N=1 the reference; and the
+#      Redis-protocol front (issue 14, every node runs with --resp-addr):
+#      redis-benchmark (INCRBY <seq> <count>, --csv) against the leader's
+#      RESP port and against a redis-server (appendonly yes, appendfsync
+#      always) started beside the cluster, at every range size x clients
+#      x pipeline depth of BENCH_RESP_*, each run's request count
+#      calibrated to last ~BENCH_RESP_SECONDS, BENCH_RESP_ROUNDS runs of
+#      each in ABBA order (ticketd, redis, redis, ticketd: fsync latency
+#      drifts on a VM); then the load generator (--kind resp / --kind
+#      redis, no pipelining) against both at every range size and number
+#      of clients, alternating; rows ticketd ÷ redis-server, target
+#      >= 1.0x in req/s (--smoke: one small round, redis-benchmark and
+#      redis-server only if already installed)
 #   3. ticketd on 5 nodes and on 1 node
 #   4. the peers, one at a time, each a private instance on 127.0.0.1 with
 #      its data in a temp dir: a 3-node etcd cluster (read + compare-and-swap
@@ -36,8 +56,9 @@
 #      always), PostgreSQL (nextval), MariaDB (Flickr ticket table)
 #   5. the Go micro-benchmarks (-count 6, benchstat-comparable)
 #   6. ticketd-bench report: the table with ratios to ticketd, the
-#      many-sequences table with ratios to one sequence, the targets,
-#      results.json, results.md and chart.svg in $OUT
+#      many-sequences table with ratios to one sequence, the RESP table
+#      (ticketd ÷ redis-server, met/missed), the targets, results.json,
+#      results.md and chart.svg in $OUT
 # Everything it started is stopped on exit, Ctrl-C or SIGTERM.
 #
 # Environment (all optional):
@@ -57,13 +78,31 @@
 #   BENCH_MANYSEQ_COUNTS="1 100 2000 10000"   numbers of sequences ("100"
 #                                   with --smoke); include 1: the reference
 #   BENCH_MANYSEQ_CONCURRENCY=16,64 ("16" with --smoke)
+#   BENCH_RESP=1                    0 skips the RESP section (issue 14);
+#                                   needs redis-server and redis-tools
+#                                   (redis-benchmark, redis-cli), installed
+#                                   like the peers
+#   BENCH_RESP_COUNTS="1 1000"      range sizes (INCRBY's count) ("1000" with --smoke)
+#   BENCH_RESP_CLIENTS="16 64"      redis-benchmark -c, and the generator's
+#                                   concurrency ("16" with --smoke)
+#   BENCH_RESP_PIPELINES="1 16"     redis-benchmark -P ("1" with --smoke)
+#   BENCH_RESP_SECONDS=5            length of each redis-benchmark run: its
+#                                   -n is calibrated by a short run first
+#                                   (1 with --smoke); the generator's runs
+#                                   use BENCH_DURATION and BENCH_WARMUP
+#   BENCH_RESP_ROUNDS=2             redis-benchmark runs of each system per
+#                                   row, in ABBA order; the report takes
+#                                   their mean (1 with --smoke)
+#   BENCH_ONLY=resp                 run that section alone: every other
+#                                   section's knob defaults to off
 #   QUIET_WAIT=600                  seconds to wait for other benchmarks and
 #                                   test runs on this machine to finish
 #   READY_TIMEOUT=30                seconds for a cluster to become ready
 #
 # Ports, all on 127.0.0.1: baseline 18080; ticketd HTTP 18081-18085, Raft
-# 18091-18095; etcd clients 18201-18203, peers 18211-18213; Redis 18301;
-# PostgreSQL 18401; MariaDB 18501.
+# 18091-18095, RESP 18371-18375; etcd clients 18201-18203, peers
+# 18211-18213; Redis 18301 (the peer, and the RESP section's); PostgreSQL
+# 18401; MariaDB 18501.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -82,6 +121,20 @@ for arg in "$@"; do
 	esac
 done
 
+case ${BENCH_ONLY:-} in
+"") ;;
+resp)
+	# Each knob still wins when it is set.
+	BENCH_MAIN=${BENCH_MAIN:-0} BENCH_MANYSEQ=${BENCH_MANYSEQ:-0} BENCH_PEERS=${BENCH_PEERS-}
+	BENCH_SCALING=${BENCH_SCALING:-0} BENCH_SDK=${BENCH_SDK:-0} BENCH_PROFILE=${BENCH_PROFILE:-0}
+	BENCH_MICRO=${BENCH_MICRO:-0} FAILOVER_KILLS=${FAILOVER_KILLS:-0} BENCH_RESP=${BENCH_RESP:-1}
+	;;
+*)
+	echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: only resp is known" >&2
+	exit 2
+	;;
+esac
+
 if [[ $SMOKE == 1 ]]; then
 	BENCH_DURATION=${BENCH_DURATION:-1s}
 	BENCH_WARMUP=${BENCH_WARMUP:-300ms}
@@ -95,6 +148,11 @@ if [[ $SMOKE == 1 ]]; then
 	QUIET_WAIT=${QUIET_WAIT:-0}
 	BENCH_MANYSEQ_COUNTS=${BENCH_MANYSEQ_COUNTS:-100}
 	BENCH_MANYSEQ_CONCURRENCY=${BENCH_MANYSEQ_CONCURRENCY:-16}
+	BENCH_RESP_COUNTS=${BENCH_RESP_COUNTS:-1000}
+	BENCH_RESP_CLIENTS=${BENCH_RESP_CLIENTS:-16}
+	BENCH_RESP_PIPELINES=${BENCH_RESP_PIPELINES:-1}
+	BENCH_RESP_SECONDS=${BENCH_RESP_SECONDS:-1}
+	BENCH_RESP_ROUNDS=${BENCH_RESP_ROUNDS:-1}
 	GROUP=smoke
 else
 	BENCH_DURATION=${BENCH_DURATION:-10s}
@@ -109,12 +167,18 @@ else
 	QUIET_WAIT=${QUIET_WAIT:-600}
 	BENCH_MANYSEQ_COUNTS=${BENCH_MANYSEQ_COUNTS:-1 100 2000 10000}
 	BENCH_MANYSEQ_CONCURRENCY=${BENCH_MANYSEQ_CONCURRENCY:-16,64}
+	BENCH_RESP_COUNTS=${BENCH_RESP_COUNTS:-1 1000}
+	BENCH_RESP_CLIENTS=${BENCH_RESP_CLIENTS:-16 64}
+	BENCH_RESP_PIPELINES=${BENCH_RESP_PIPELINES:-1 16}
+	BENCH_RESP_SECONDS=${BENCH_RESP_SECONDS:-5}
+	BENCH_RESP_ROUNDS=${BENCH_RESP_ROUNDS:-2}
 	GROUP=main
 fi
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-1,16,64}
 BENCH_TICKETD=${BENCH_TICKETD:-1}
 BENCH_MAIN=${BENCH_MAIN:-1}
 BENCH_MANYSEQ=${BENCH_MANYSEQ:-1}
+BENCH_RESP=${BENCH_RESP:-1}
 BENCH_COUNTS=${BENCH_COUNTS:-1 1000}
 READY_TIMEOUT=${READY_TIMEOUT:-30}
 MODE=full
@@ -272,6 +336,9 @@ cluster_vars() {
 	CLUSTER_SIZE=$n
 }
 
+# resp_port ID: the Redis-protocol port of node ID (n1 -> 18371).
+resp_port() { echo $((18370 + ${1#n})); }
+
 start_node() {
 	local id=$1 i=${1#n} boot
 	mkdir -p "$D/ticketd$CLUSTER_SIZE/$id"
@@ -279,7 +346,7 @@ start_node() {
 	echo "=== start $(date +%H:%M:%S.%N)" >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log"
 	"$BIN/ticketd" serve --dev --id "$id" --data-dir "$D/ticketd$CLUSTER_SIZE/$id" \
 		--http-addr "127.0.0.1:$((18080 + i))" --raft-addr "127.0.0.1:$((18090 + i))" \
-		"${boot[@]}" ${PPROF_FLAG:-} >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log" 2>&1 &
+		--resp-addr "127.0.0.1:$(resp_port "$id")" "${boot[@]}" ${PPROF_FLAG:-} >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log" 2>&1 &
 	NODE_PID[$id]=$!
 }
 
@@ -443,17 +510,23 @@ peer_package() {
 	esac
 }
 
-# install_peers: apt-get install what is missing, without letting the
-# packages start their system-wide services (policy-rc.d answers 101 while
-# we install; one that already exists is left alone).
+# install_peers: apt-get install what is missing (the peers', and what the
+# RESP section runs: redis-server, and redis-benchmark and redis-cli from
+# redis-tools), without letting the packages start their system-wide
+# services (policy-rc.d answers 101 while we install; one that already
+# exists is left alone).
 install_peers() {
 	local p pkgs=()
 	for p in $BENCH_PEERS; do
 		peer_present "$p" || pkgs+=("$(peer_package "$p")")
 	done
+	if [[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 ]]; then
+		if ! peer_present redis && [[ " ${pkgs[*]} " != *" redis-server "* ]]; then pkgs+=(redis-server); fi
+		command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null || pkgs+=(redis-tools)
+	fi
 	[[ ${#pkgs[@]} -gt 0 ]] || return 0
 	if [[ $BENCH_INSTALL != 1 || $EUID != 0 ]]; then
-		log "missing packages: ${pkgs[*]} (not installing: not root or BENCH_INSTALL=0); those peers are skipped"
+		log "missing packages: ${pkgs[*]} (not installing: not root or BENCH_INSTALL=0); what needs them is skipped"
 		return 0
 	fi
 	log "installing ${pkgs[*]} (apt-get, up to 15 minutes)"
@@ -643,6 +716,194 @@ run_peer() {
 	esac
 }
 
+# ---- RESP front (issue 14) ----------------------------------------------------
+
+# The redis-benchmark rows, read by `ticketd-bench report`.
+RESP_CSV=resp-redis-benchmark.csv
+RESP_CSV_HEADER=system,count,clients,pipeline,round,requests,seconds,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms,server_cores,server_cpu_per_req_us
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+# cpu_ticks PID...: their user + system CPU time so far, in clock ticks.
+cpu_ticks() {
+	local pid s fields t=0
+	for pid; do
+		s=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		s=${s##*) } # after "pid (comm) ": state is [0], utime [11], stime [12]
+		read -r -a fields <<<"$s"
+		t=$((t + fields[11] + fields[12]))
+	done
+	echo "$t"
+}
+
+# resp_cli PORT ARGS...: one command, its answer on stdout (raw: no tty).
+resp_cli() {
+	local port=$1
+	shift
+	timeout --foreground -k 2 10 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>&1
+}
+
+# resp_incr PORT KEY: INCR KEY, the new value (fails on anything else).
+resp_incr() {
+	local v
+	v=$(resp_cli "$1" INCR "$2") || true
+	if [[ ! $v =~ ^[0-9]+$ ]]; then
+		log "INCR $2 on port $1 answered: $v"
+		return 1
+	fi
+	echo "$v"
+}
+
+# resp_create PORT SEQ: TICKETD.CREATE on ticketd (1 created, 0 existed).
+resp_create() {
+	local v
+	v=$(resp_cli "$1" TICKETD.CREATE "$2")
+	[[ $v == 0 || $v == 1 ]] || {
+		fail "RESP: TICKETD.CREATE $2 on port $1 answered: $v"
+		return 1
+	}
+}
+
+# resp_rb SYSTEM PORT KEY COUNT CLIENTS PIPELINE ROUND PID...: one redis-benchmark
+# run of INCRBY KEY COUNT, appended to $RESP_CSV. A short run first (also
+# the warm-up: connections, ticketd's first blocks) gives the rate that
+# sizes -n to about BENCH_RESP_SECONDS; redis-benchmark has no duration and
+# prints its CSV only at the end, so `timeout` is only the safety net.
+# INCR before and after checks that the server really handed out the IDs
+# (redis-benchmark exits non-zero on an error reply, but counts anything
+# else as done): between the two, at least -n x COUNT IDs on ticketd (a
+# leader may skip IDs, never reuse one), exactly that many on Redis (give
+# or take the pipelined requests sent past -n).
+resp_rb() {
+	local sys=$1 port=$2 key=$3 count=$4 clients=$5 pipe=$6 round=$7
+	shift 7 # the server's pids: every node of ticketd, or redis-server
+	local f="$OUT/resp-rb-$sys-c$count-n$clients-p$pipe-r$round" ncal n rps before after t0 t1 c0 c1 row
+	ncal=$((clients * pipe * 20))
+	((ncal >= 5000)) || ncal=5000
+	if ! timeout --foreground -k 5 120 redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -n "$ncal" -P "$pipe" \
+		--csv INCRBY "$key" "$count" >"$f.calibration.csv" 2>"$f.err"; then
+		fail "redis-benchmark calibration, $sys count=$count c=$clients P=$pipe (see $f.err)"
+		return 1
+	fi
+	rps=$(tail -n1 "$f.calibration.csv" | tr -d '"' | awk -F, '$2 + 0 > 0 { print $2 }')
+	if [[ -z $rps ]]; then
+		fail "redis-benchmark calibration, $sys count=$count c=$clients P=$pipe: no rate in $f.calibration.csv"
+		return 1
+	fi
+	n=$(awk -v r="$rps" -v s="$BENCH_RESP_SECONDS" -v lo="$ncal" 'BEGIN { n = int(r * s); if (n < lo) n = lo; if (n > 50000000) n = 50000000; print n }')
+	before=$(resp_incr "$port" "$key") || {
+		fail "RESP $sys: INCR $key before the run"
+		return 1
+	}
+	t0=$(date +%s.%N) c0=$(cpu_ticks "$@")
+	if ! timeout --foreground -k 5 $((BENCH_RESP_SECONDS * 10 + 30)) redis-benchmark -h 127.0.0.1 -p "$port" \
+		-c "$clients" -n "$n" -P "$pipe" --csv INCRBY "$key" "$count" >"$f.csv" 2>>"$f.err"; then
+		fail "redis-benchmark, $sys count=$count c=$clients P=$pipe -n $n (see $f.err)"
+		return 1
+	fi
+	c1=$(cpu_ticks "$@") t1=$(date +%s.%N)
+	after=$(resp_incr "$port" "$key") || {
+		fail "RESP $sys: INCR $key after the run"
+		return 1
+	}
+	# With -P, redis-benchmark sends whole batches: up to a batch per
+	# client more than -n.
+	local ids=$((after - before - 1)) want=$((n * count)) over=$((clients * pipe * count))
+	if ((ids < want)) || { [[ $sys == redis ]] && ((ids > want + over || ids % count != 0)); }; then
+		fail "RESP $sys count=$count c=$clients P=$pipe: $ids IDs between INCR $before and $after for $n requests of $count"
+	fi
+	# "INCRBY key count",rps,avg,min,p50,p95,p99,max -> our row.
+	row=$(tail -n1 "$f.csv" | tr -d '"' | awk -F, -v OFS=, -v sys="$sys" -v c="$count" -v cl="$clients" -v p="$pipe" -v r="$round" -v n="$n" \
+		-v dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v ticks="$((c1 - c0))" -v hz="$CLK_TCK" '
+		NF == 8 && $2 + 0 > 0 {
+			cpu = ticks / hz
+			printf "%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s,%.3f,%.2f\n", sys, c, cl, p, r, n, dt, $2, $3, $4, $5, $6, $7, $8, cpu / dt, 1e6 * cpu / n
+		}')
+	if [[ -z $row ]]; then
+		fail "redis-benchmark, $sys count=$count c=$clients P=$pipe: no CSV row in $f.csv"
+		return 1
+	fi
+	echo "$row" >>"$OUT/$RESP_CSV"
+	log "redis-benchmark $sys INCRBY count=$count c=$clients P=$pipe round $round -n $n: $(cut -d, -f8 <<<"$row") req/s, p50 $(cut -d, -f11 <<<"$row") ms, p99 $(cut -d, -f13 <<<"$row") ms, server CPU $(cut -d, -f16 <<<"$row") µs/req"
+}
+
+# resp_order I: "ticketd redis" when I is even, else "redis ticketd".
+resp_order() { if (($1 % 2 == 0)); then echo ticketd redis; else echo redis ticketd; fi; }
+
+# ticketd_resp: on the running 3-node cluster, its leader's RESP port
+# against a redis-server with appendfsync always started beside it, by
+# redis-benchmark and by the load generator. The two run back to back, the
+# first of them alternating, so that both see the same machine: fsync
+# latency on a VM drifts over seconds, so each redis-benchmark row is
+# BENCH_RESP_ROUNDS runs of each in ABBA order (their mean in the report).
+ticketd_resp() {
+	local have_rb=0 have_redis=0 c n p r i=0 sys seq tport
+	command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null && have_rb=1
+	peer_present redis && have_redis=1
+	if ((!have_rb || !have_redis)); then
+		local msg="RESP: redis-benchmark and redis-cli (redis-tools) or redis-server not installed"
+		if [[ $SMOKE == 1 ]]; then
+			log "$msg; only the load generator against ticketd's RESP front runs"
+		else
+			fail "$msg; only the load generator against ticketd's RESP front ran"
+		fi
+	fi
+	if ((have_redis)) && ! start_redis; then
+		fail "RESP: redis-server did not start (see logs/redis.log)"
+		stop_pid "$REDIS_PID"
+		REDIS_PID="" have_redis=0
+	fi
+	if ((have_rb && have_redis)); then
+		echo "$RESP_CSV_HEADER" >"$OUT/$RESP_CSV"
+		for c in $BENCH_RESP_COUNTS; do
+			seq=resp-rb-c$c # the same name as ticketd's sequence and Redis's key
+			wait_cluster || { fail "ticketd not ready before the RESP runs"; break; }
+			resp_create "$(resp_port "$LEADER_ID")" "$seq" || continue
+			for n in $BENCH_RESP_CLIENTS; do
+				for p in $BENCH_RESP_PIPELINES; do
+					for ((r = 1; r <= BENCH_RESP_ROUNDS; r++)); do
+						wait_cluster || { fail "ticketd not ready before a RESP run"; continue; }
+						tport=$(resp_port "$LEADER_ID")
+						for sys in $(resp_order $((i + r - 1))); do
+							case $sys in
+							ticketd) resp_rb ticketd "$tport" "$seq" "$c" "$n" "$p" "$r" "${NODE_PID[@]}" || true ;;
+							redis) resp_rb redis "${REDIS_ADDR#*:}" "$seq" "$c" "$n" "$p" "$r" "$REDIS_PID" || true ;;
+							esac
+						done
+					done
+					i=$((i + 1))
+				done
+			done
+		done
+	fi
+	# The generator: one run per range size and number of clients (its
+	# own fresh sequence or key), the two systems alternating.
+	i=0
+	for c in $BENCH_RESP_COUNTS; do
+		for n in $BENCH_RESP_CLIENTS; do
+			for sys in $(resp_order "$i"); do
+				case $sys in
+				ticketd)
+					wait_cluster || { fail "ticketd not ready before the RESP load"; continue; }
+					LOAD_PIDS=$(joined "${NODE_PID[@]}") GROUP_OVERRIDE=resp LOAD_CONCURRENCY=$n \
+						load "ticketd-resp-n$n" ticketd-resp 3 "$c" "127.0.0.1:$(resp_port "$LEADER_ID")" --kind resp
+					;;
+				redis)
+					((have_redis)) || continue
+					LOAD_PIDS=$REDIS_PID GROUP_OVERRIDE=resp LOAD_CONCURRENCY=$n \
+						load "redis-resp-n$n" redis-resp 1 "$c" "$REDIS_ADDR" --kind redis
+					;;
+				esac
+			done
+			i=$((i + 1))
+		done
+	done
+	if [[ -n $REDIS_PID ]]; then
+		stop_pid "$REDIS_PID"
+		REDIS_PID=""
+	fi
+	rm -rf "$D/redis" # the peers section starts its Redis on an empty dir
+}
+
 # ---- run --------------------------------------------------------------------
 
 log "building into $BIN"
@@ -654,8 +915,10 @@ if [[ $BENCH_PROFILE == 1 ]]; then
 	go build -o "$BIN/pprof" cmd/pprof
 fi
 
-ports=(18080 18081 18082 18083 18091 18092 18093)
-[[ $BENCH_SCALING == 1 ]] && ports+=(18084 18085 18094 18095)
+ports=(18081 18082 18083 18091 18092 18093 18371 18372 18373)
+[[ $BENCH_TICKETD == 1 && $BENCH_MAIN == 1 ]] && ports+=(18080) # the baseline
+[[ $BENCH_SCALING == 1 ]] && ports+=(18084 18085 18094 18095 18374 18375)
+[[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 && " $BENCH_PEERS " != *" redis "* ]] && ports+=(18301)
 [[ " $BENCH_PEERS " == *" etcd "* ]] && ports+=(18201 18202 18203 18211 18212 18213)
 [[ " $BENCH_PEERS " == *" redis "* ]] && ports+=(18301)
 [[ " $BENCH_PEERS " == *" postgres "* ]] && ports+=("$PG_PORT")
@@ -679,7 +942,7 @@ fi
 
 {
 	echo "date: $(date -Iseconds)"
-	echo "command: scripts/bench.sh $* ($MODE run)"
+	echo "command: ${BENCH_ONLY:+BENCH_ONLY=$BENCH_ONLY }scripts/bench.sh $* ($MODE run)"
 	echo "host: $(uname -srm)"
 	echo "cpus: $(nproc)  memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
@@ -687,9 +950,10 @@ fi
 	echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
 	echo "settings: duration=$BENCH_DURATION warmup=$BENCH_WARMUP concurrency=$BENCH_CONCURRENCY range sizes=$BENCH_COUNTS peers=${BENCH_PEERS:-none}"
 	[[ $BENCH_TICKETD == 1 && $BENCH_MANYSEQ == 1 ]] && echo "many sequences: ${BENCH_MANYSEQ_COUNTS// /, } at concurrency $BENCH_MANYSEQ_CONCURRENCY, range size 1000"
+	[[ $BENCH_TICKETD == 1 && $BENCH_RESP == 1 ]] && echo "resp: range sizes ${BENCH_RESP_COUNTS// /, }, clients ${BENCH_RESP_CLIENTS// /, }, redis-benchmark pipelines ${BENCH_RESP_PIPELINES// /, }, ~${BENCH_RESP_SECONDS}s per redis-benchmark run"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "other runs at start: $(busy | wc -l)$(busy | head -n 3 | cut -c1-100 | sed 's/^/\n  /' | tr -d '\r')"
-	for p in etcd redis-server mariadbd; do
+	for p in etcd redis-server redis-benchmark mariadbd; do
 		command -v "$p" >/dev/null && echo "$p: $("$p" --version 2>&1 | head -n1)"
 	done
 	[[ -n $(initdb_bin) ]] && echo "postgres: $("$(dirname "$(initdb_bin)")/postgres" --version)"
@@ -700,6 +964,8 @@ if [[ -n $BENCH_PEERS ]]; then
 	install_peers
 	ensure_bench_user
 	chmod 755 "$WORK" "$D" # the bench user must reach its data dirs
+elif [[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 ]]; then
+	install_peers # redis-server and redis-tools
 fi
 
 if [[ $BENCH_TICKETD == 1 ]]; then
@@ -739,6 +1005,7 @@ if [[ $BENCH_TICKETD == 1 ]]; then
 		GROUP_OVERRIDE=range load ticketd ticketd 3 100000 "http://$LEADER_ADDR"
 	fi
 	if [[ $BENCH_MANYSEQ == 1 ]]; then ticketd_manyseq || true; fi
+	if [[ $BENCH_RESP == 1 ]]; then ticketd_resp || true; fi
 	if [[ $BENCH_PROFILE == 1 ]]; then
 		wait_cluster
 		profile_ticketd 16

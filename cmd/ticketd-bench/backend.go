@@ -69,7 +69,7 @@ func errKind(err error) (kind string, backoff bool) {
 	return classifyErr(err), true
 }
 
-var kinds = []string{"http", "etcd", "redis", "postgres", "mysql"}
+var kinds = []string{"http", "etcd", "redis", "resp", "postgres", "mysql"}
 
 func validKind(k string) bool {
 	for _, v := range kinds {
@@ -138,6 +138,8 @@ func newBackend(cfg loadConfig, conns int) (backend, error) {
 		return newEtcdBackend(cfg)
 	case "redis":
 		return newRedisBackend(cfg, conns)
+	case "resp":
+		return newRESPBackend(cfg, conns)
 	case "postgres":
 		return newPostgresBackend(cfg)
 	case "mysql":

@@ -45,7 +45,8 @@ type loadConfig struct {
 	Sequences int
 
 	// Kind selects the system driven: "http" (ticketd or the baseline,
-	// the default), or a peer: "etcd", "redis", "postgres", "mysql".
+	// the default), "resp" (ticketd's Redis-protocol front), or a peer:
+	// "etcd", "redis", "postgres", "mysql".
 	Kind string
 	// Metadata copied into the report for `report` to group runs.
 	System string
@@ -178,7 +179,7 @@ func runLoad(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "write full results as JSON to this file (- for stdout)")
 	label := fs.String("label", "", "name for this run in tables and JSON")
 	setupTimeout := fs.Duration("setup-timeout", 15*time.Second, "how long to keep retrying the initial PUT (e.g. while a leader is elected)")
-	kind := fs.String("kind", "http", "system to drive: http (ticketd or baseline), etcd, redis, postgres, mysql")
+	kind := fs.String("kind", "http", "system to drive: http (ticketd or baseline), resp (ticketd's Redis-protocol front: INCRBY <sequence> <count>, the sequence created with TICKETD.CREATE), etcd, redis, postgres, mysql")
 	system := fs.String("system", "", "system name recorded in the JSON (for `report`)")
 	group := fs.String("group", "", "group recorded in the JSON (for `report`): main, nodes, range, smoke")
 	nodes := fs.Int("nodes", 0, "cluster size recorded in the JSON")
@@ -194,7 +195,7 @@ func runLoad(ctx context.Context, args []string) error {
 		return err
 	}
 	if !validKind(*kind) {
-		return fmt.Errorf("--kind %q: want http, etcd, redis, postgres or mysql", *kind)
+		return fmt.Errorf("--kind %q: want http, resp, etcd, redis, postgres or mysql", *kind)
 	}
 	targets, err := parseKindTargets(*kind, *target)
 	if err != nil {

@@ -6,9 +6,11 @@
 //	           counter: the ceiling of the HTTP path on this machine
 //	load       closed-loop load generator with latency percentiles and an
 //	           overlap check of every range it received; drives ticketd and
-//	           the baseline over HTTP, or a peer (--kind etcd, redis,
-//	           postgres, mysql) the way people use it for IDs; --sequences N
-//	           spreads the requests over N sequences picked at random
+//	           the baseline over HTTP, ticketd's Redis-protocol front
+//	           (--kind resp: INCRBY <sequence> <count>), or a peer (--kind
+//	           etcd, redis, postgres, mysql) the way people use it for IDs;
+//	           --sequences N spreads the requests over N sequences picked
+//	           at random
 //	failover   a count=1 probe across several nodes that records the longest
 //	           gap between successes; --kill-pid SIGKILLs the leader itself
 //	           and reports the time to the next successful reservation
@@ -52,7 +54,7 @@ commands:
   load      --target URL[,URL...] --sequence bench --count 1000 --concurrency 1,16,64
             --duration 10s --warmup 2s [--json out.json] [--label name]
             [--sequences N: each request on one of bench-0..bench-(N-1) at random, http only]
-            [--kind http|etcd|redis|postgres|mysql] [--system S --group G --nodes N]
+            [--kind http|resp|etcd|redis|postgres|mysql] [--system S --group G --nodes N]
   failover  --targets URL,URL,URL --sequence fo --interval 1ms --duration 10s [--json gaps.json]
             [--kind http|etcd] [--kill-pid PID --kill-after 1s]
   leader    --targets URL,URL,URL [--kind http|etcd] [--timeout 30s]

@@ -224,8 +224,10 @@ type redisBackend struct {
 	key string
 }
 
-func newRedisBackend(cfg loadConfig, conns int) (*redisBackend, error) {
-	rdb := redis.NewClient(&redis.Options{
+// newRedisClient is the go-redis client of the redis and resp kinds: a pool
+// of a connection per worker, kept open, and no retries.
+func newRedisClient(cfg loadConfig, conns int) *redis.Client {
+	return redis.NewClient(&redis.Options{
 		Addr:            cfg.Targets[0],
 		PoolSize:        max(conns, 1),
 		MinIdleConns:    max(conns, 1),
@@ -235,7 +237,10 @@ func newRedisBackend(cfg loadConfig, conns int) (*redisBackend, error) {
 		MaxRetries:      -1, // a retried INCRBY could count twice; count the error instead
 		DisableIdentity: true,
 	})
-	return &redisBackend{cfg: cfg, rdb: rdb, key: "ticketd-bench:" + cfg.Sequence}, nil
+}
+
+func newRedisBackend(cfg loadConfig, conns int) (*redisBackend, error) {
+	return &redisBackend{cfg: cfg, rdb: newRedisClient(cfg, conns), key: "ticketd-bench:" + cfg.Sequence}, nil
 }
 
 func (b *redisBackend) setup(ctx context.Context, timeout time.Duration) error {

@@ -50,6 +50,9 @@ type fullReport struct {
 	Targets     []targetCheck     `json:"targets"`
 	Problems    []string          `json:"problems"`
 	Warnings    []string          `json:"warnings"`
+	// RESPBench is bench.sh's redis-benchmark runs against ticketd's RESP
+	// front and redis-server (resp-redis-benchmark.csv; issue 14).
+	RESPBench []respBenchRow `json:"resp_redis_benchmark,omitempty"`
 }
 
 // targetCheck is one of the issue's targets, evaluated on this run.
@@ -148,10 +151,15 @@ func collect(dir string) (*fullReport, error) {
 			return nil
 		})
 	}
+	if err == nil {
+		if _, serr := os.Stat(filepath.Join(dir, respCSVFile)); serr == nil {
+			rep.RESPBench, err = readRESPBenchFile(filepath.Join(dir, respCSVFile))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(rep.Loads) == 0 {
+	if len(rep.Loads) == 0 && len(rep.RESPBench) == 0 {
 		return nil, fmt.Errorf("no load-*.json in %s", dir)
 	}
 	return rep, nil
@@ -234,10 +242,11 @@ func judge(r *fullReport) {
 				msg := fmt.Sprintf("%s c=%d: %d errors %q", name, lv.Concurrency, n, kind)
 				// ticketd's 503 means "no serving leader right now": on a
 				// machine busy with other work an election can happen;
-				// it is reported, not failed. Any other error of ticketd
+				// it is reported, not failed; so is -TRYAGAIN, the same
+				// answer on its RESP front. Any other error of ticketd
 				// or the baseline is a failure. Peers' errors are
 				// figures of the comparison.
-				if l.Kind == "http" && kind != "503" {
+				if l.Kind == "http" && kind != "503" || l.Kind == "resp" && kind != "TRYAGAIN" {
 					r.Problems = append(r.Problems, msg)
 				} else {
 					r.Warnings = append(r.Warnings, msg)
@@ -294,6 +303,8 @@ func judge(r *fullReport) {
 	}
 	// Issue #17's targets, each against one sequence in the same run.
 	r.Targets = append(r.Targets, manySeqTargets(r)...)
+	// Issue #14's: the RESP front against redis-server, same run.
+	r.Targets = append(r.Targets, respTargets(r)...)
 }
 
 // manySeqGroup is the group of bench.sh's many-sequences runs (issue 17):
@@ -671,6 +682,11 @@ func printReport(w io.Writer, r *fullReport) {
 		fmt.Fprintln(w, "\n=== many sequences (3 nodes, leader; each request on one of N fresh sequences at random; ratios to one sequence)")
 		table(manySeqHeader, rows)
 	}
+	if rows := respRows(r); len(rows) > 0 {
+		fmt.Fprintf(w, "\n=== %s\n%s\n", respTitle, respExplain)
+		table(respHeader, rows)
+		fmt.Fprintln(w, respSummary(rows))
+	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\n=== failover: SIGKILL of the leader -> next successful reservation (ms)")
 		for _, s := range fo {
@@ -749,6 +765,11 @@ func writeMarkdown(w io.Writer, r *fullReport) {
 		fmt.Fprintln(w, "\nMany sequences (issue 17): ticketd (3 nodes, requests to the leader), each request on one of N sequences picked uniformly at random, the N created fresh by that run's setup (setup s) and, when primed, each reserved from once before the first level (first reservations/s: the cold start of a fresh sequence, its first block), so that the levels measure N active sequences. Reservations/s and p99 are followed by their ratio to the one-sequence row at the same concurrency, measured in the same bench run:")
 		fmt.Fprintln(w)
 		table(manySeqHeader, rows)
+	}
+	if rows := respRows(r); len(rows) > 0 {
+		fmt.Fprintf(w, "\n%s. %s\n\n", respTitle, respExplain)
+		table(respHeader, rows)
+		fmt.Fprintf(w, "\n%s.\n", respSummary(rows))
 	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\nFailover: time from SIGKILL of the leader to the completion of the first reservation sent after it (count=1 probe every 1 ms, 200 ms timeout per try, next node on failure):")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/server"
 )
 
 func TestParseStat(t *testing.T) {
@@ -222,12 +223,13 @@ func TestFailoverProbeKills(t *testing.T) {
 }
 
 // TestAgainstCluster drives a real in-process 3-node cluster: the load
-// generator through the leader and through a follower, and the SDK mode.
+// generator through the leader and through a follower, over HTTP and over
+// the Redis-protocol front, and the SDK mode.
 func TestAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	tc := testcluster.New(t, 3, nil)
+	tc := testcluster.New(t, 3, func(_ string, cfg *server.Config) { cfg.RESPAddr = "127.0.0.1:0" })
 	leader := tc.Leader(10 * time.Second)
 	var follower *testcluster.Node
 	for _, n := range tc.Running() {
@@ -265,6 +267,24 @@ func TestAgainstCluster(t *testing.T) {
 	}
 	if l := mrep.Levels[0]; l.Requests == 0 || l.ErrorsTotal != 0 || mrep.Sequences != 40 || !strings.Contains(mrep.Note, "fresh: all new") {
 		t.Fatalf("many sequences: level %+v, note %q", l, mrep.Note)
+	}
+
+	// The RESP front (issue 14), the leader's and a follower's (which
+	// forwards to the leader): setup creates the sequence with
+	// TICKETD.CREATE, then INCRBY hands out the ranges.
+	for _, n := range []*testcluster.Node{leader, follower} {
+		rcfg := cfg
+		rcfg.Kind, rcfg.Targets, rcfg.Sequence, rcfg.Label = "resp", []string{n.Srv.RESPAddr()}, "resp-"+n.ID, "cluster-resp"
+		rrep, err := runLoadLevels(context.Background(), rcfg, nil)
+		if err != nil {
+			t.Fatalf("resp via %s: %v", n.ID, err)
+		}
+		if err := loadVerdict(rrep); err != nil {
+			t.Fatalf("resp via %s: %v", n.ID, err)
+		}
+		if l := rrep.Levels[0]; l.Requests == 0 || l.ErrorsTotal != 0 || rrep.Overall.BadSize != 0 {
+			t.Fatalf("resp via %s: level %+v, overall %+v", n.ID, l, rrep.Overall)
+		}
 	}
 
 	var urls []string
