@@ -99,9 +99,7 @@ func (c *conn) runSegment(seg []*call) {
 			groups = append(groups, []*call{cl})
 		}
 	}
-	// One deadline for the segment: its reservations run together.
-	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := c.s.deadlines.get()
 	if len(groups) > 1 {
 		var wg sync.WaitGroup
 		for _, g := range groups[1:] {
@@ -389,8 +387,7 @@ func (c *conn) createCommand(cl *call, args [][]byte) {
 // execute runs a read or a create: here when this node serves, else at the
 // leader's HTTP API.
 func (c *conn) execute(cl *call) {
-	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := c.s.deadlines.get()
 	st := c.s.cfg.Store
 	local := st.Serving()
 	switch cl.op {
