@@ -362,3 +362,33 @@ func TestGoRedis_LeaderKilled_MidStream_NoIDTwice(t *testing.T) {
 	}
 	checkDisjoint(t, "orders", ranges)
 }
+
+// TestGoRedis_NoQuorum_TryAgain: a node that cannot reach a quorum answers
+// TRYAGAIN (go-redis's retryable error) in bounded time, never a range.
+func TestGoRedis_NoQuorum_TryAgain(t *testing.T) {
+	tc := newCluster(t, false)
+	tc.CreateSequence("orders", nil)
+	leader := tc.Leader(10 * time.Second)
+	c := client(t, leader, "", 2)
+	ctx := context.Background()
+	if _, err := c.Incr(ctx, "orders").Result(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tc.Running() {
+		if n != leader {
+			tc.Kill(n.ID)
+		}
+	}
+	for i := range 3 {
+		start := time.Now()
+		v, err := c.Incr(ctx, "orders").Result()
+		if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN ") {
+			t.Fatalf("INCR #%d without a quorum = %d, %v; want TRYAGAIN", i, v, err)
+		}
+		// The test nodes' RequestTimeout is 5 s; a shared deadline may
+		// add up to a second.
+		if d := time.Since(start); d > 7*time.Second {
+			t.Fatalf("INCR #%d took %v to fail", i, d)
+		}
+	}
+}
