@@ -39,8 +39,14 @@ type Limits struct {
 
 // DefaultLimits suit ticketd's commands, whose arguments are names of at
 // most 64 bytes, numbers and tokens: far above what any of them needs, far
-// below what would let a connection hold much memory.
-var DefaultLimits = Limits{MaxArgs: 1024, MaxBulk: 64 << 10, MaxCommand: 256 << 10, MaxInline: 64 << 10}
+// below what would let a connection hold much memory. MaxInline is also the
+// reader's buffer, which every connection holds while it is open.
+var DefaultLimits = Limits{MaxArgs: 1024, MaxBulk: 64 << 10, MaxCommand: 256 << 10, MaxInline: 16 << 10}
+
+// maxKeptArena is the most memory of arguments a reader keeps across Reset:
+// a connection that once sent a large pipeline does not hold its memory
+// while idle.
+const maxKeptArena = 64 << 10
 
 // ProtocolError is a malformed or oversized command. The connection cannot
 // be read further: the server answers "-ERR Protocol error: ..." and closes
@@ -86,7 +92,13 @@ func (r *Reader) Buffered() int { return r.br.Buffered() }
 
 // Reset lets the reader reuse the memory of every argument returned so far:
 // the caller is done with them.
-func (r *Reader) Reset() { r.arena = r.arena[:0] }
+func (r *Reader) Reset() {
+	if cap(r.arena) > maxKeptArena {
+		r.arena = nil
+		return
+	}
+	r.arena = r.arena[:0]
+}
 
 // ReadCommand reads the next command and appends its arguments to args[:0].
 // The arguments stay valid until Reset. An empty command (a blank inline

@@ -151,8 +151,8 @@ func TestReadCommandProtocolErrors(t *testing.T) {
 		{"inline over small MaxInline", "PING PONG\r\n", resp.Limits{MaxInline: 4}, "line longer than 4 bytes", 0},
 		{"inline over small MaxInline (bare LF)", "PINGS\n", resp.Limits{MaxInline: 4}, "line longer than 4 bytes", 0},
 		{"header over small MaxInline", "*1\r\n$10000\r\n", resp.Limits{MaxInline: 4}, "line longer than 4 bytes", 0},
-		{"inline over default MaxInline (bare LF)", strings.Repeat("y", 65537) + "\n", resp.Limits{}, "line longer than 65536 bytes", 0},
-		{"inline over default MaxInline", strings.Repeat("y ", 40000) + "\r\n", resp.Limits{MaxArgs: 1 << 20}, "line longer than 65536 bytes", 0},
+		{"inline over default MaxInline (bare LF)", strings.Repeat("y", 16385) + "\n", resp.Limits{}, "line longer than 16384 bytes", 0},
+		{"inline over default MaxInline", strings.Repeat("y ", 10000) + "\r\n", resp.Limits{MaxArgs: 1 << 20}, "line longer than 16384 bytes", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := readAll(t, tc.in, tc.l)
@@ -553,5 +553,38 @@ func TestReadCommandNoAllocWhenWarm(t *testing.T) {
 	read()
 	if n := testing.AllocsPerRun(100, read); n != 0 {
 		t.Errorf("%v allocations per command, want 0", n)
+	}
+}
+
+// Reset gives back the memory of a large pipeline's arguments, so that an
+// idle connection does not keep it, and keeps a small one for reuse.
+func TestReset_ReleasesALargeArenaKeepsASmallOne(t *testing.T) {
+	big := strings.Repeat("b", 60<<10)
+	in := ""
+	for range 4 {
+		in += "*2\r\n$4\r\nECHO\r\n$" + fmt.Sprint(len(big)) + "\r\n" + big + "\r\n"
+	}
+	in += "*2\r\n$4\r\nECHO\r\n$5\r\nsmall\r\n"
+	r := resp.NewReader(strings.NewReader(in), resp.Limits{})
+	for range 4 {
+		args, err := r.ReadCommand(nil)
+		if err != nil || len(args) != 2 || string(args[1]) != big {
+			t.Fatalf("read: %d args, %v", len(args), err)
+		}
+	}
+	if c := resp.ArenaCap(r); c < 4*len(big) {
+		t.Fatalf("the arena holds %d bytes before Reset, want at least %d", c, 4*len(big))
+	}
+	r.Reset()
+	if c := resp.ArenaCap(r); c != 0 {
+		t.Fatalf("after Reset the arena kept %d bytes", c)
+	}
+	if args, err := r.ReadCommand(nil); err != nil || string(args[1]) != "small" {
+		t.Fatalf("after Reset: %q, %v", args, err)
+	}
+	kept := resp.ArenaCap(r)
+	r.Reset()
+	if c := resp.ArenaCap(r); c == 0 || c != kept {
+		t.Fatalf("a small arena of %d bytes was not kept (%d)", kept, c)
 	}
 }

@@ -31,8 +31,15 @@ type call struct {
 	start, max int64
 }
 
+// maxKeptAnswer is the largest answer buffer a call keeps for reuse: an
+// ECHO of 64 KiB does not leave its memory behind on every call it ever used.
+const maxKeptAnswer = 4 << 10
+
 func (cl *call) reset() {
 	cl.args, cl.out = cl.args[:0], cl.out[:0]
+	if cap(cl.out) > maxKeptAnswer {
+		cl.out = nil
+	}
 	cl.op, cl.name, cl.count, cl.token = opNone, "", 0, ""
 }
 

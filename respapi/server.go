@@ -272,7 +272,9 @@ type conn struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, id: s.nextID.Add(1), proto: 2}
 	c.r = resp.NewReader(nc, s.cfg.Limits)
-	c.w = bufio.NewWriterSize(nc, 16<<10)
+	// Small: answers are a few bytes each, and every open connection
+	// holds this buffer.
+	c.w = bufio.NewWriterSize(nc, 4<<10)
 	if s.cfg.Tokens == nil {
 		c.authed, c.mayReserve, c.mayAdmin = true, true, true
 	}
