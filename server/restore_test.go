@@ -146,6 +146,9 @@ func TestRestore_MalformedBackup_400AndNodeSurvivesRestart(t *testing.T) {
 		tc.Restart(n.ID)
 	}
 	tc.WaitReady(20 * time.Second)
+	// Ready means a leader is known, not that it serves yet: a leader
+	// answers 503 until its Barrier has applied (CI saw that once).
+	tc.Leader(10 * time.Second)
 	if st, body := restoreInto(t, tc, good, 1000); st != http.StatusNoContent {
 		t.Fatalf("good backup after the bad ones: %d %s", st, body)
 	}
