@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -132,16 +133,7 @@ func TestFailoverGaps(t *testing.T) {
 // against the in-process baseline must see no errors and no overlaps, and
 // two targets (round-robin) must both be used.
 func TestLoadAgainstBaseline(t *testing.T) {
-	srv, addr, done, err := startBaseline("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}()
+	addr := testBaseline(t)
 	url := "http://" + addr.String()
 
 	cfg := loadConfig{
@@ -190,16 +182,7 @@ func TestLoadAgainstBaseline(t *testing.T) {
 // TestFailoverProbeAgainstBaseline runs the probe with one dead target in
 // front of a live one: every attempt must fall through to the live target.
 func TestFailoverProbeAgainstBaseline(t *testing.T) {
-	srv, addr, done, err := startBaseline("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}()
+	addr := testBaseline(t)
 	// A port that was just free: nothing listens, so connect is refused.
 	dead, deadAddr, deadDone, err := startBaseline("127.0.0.1:0")
 	if err != nil {
@@ -225,4 +208,21 @@ func TestFailoverProbeAgainstBaseline(t *testing.T) {
 	if rep.ErrorsByKind["conn_refused"] != 1 {
 		t.Fatalf("errors %v, want exactly one conn_refused", rep.ErrorsByKind)
 	}
+}
+
+// testBaseline starts the bare Echo baseline on a free port for one test
+// and shuts it down when the test ends.
+func testBaseline(t *testing.T) net.Addr {
+	t.Helper()
+	srv, addr, done, err := startBaseline("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	})
+	return addr
 }

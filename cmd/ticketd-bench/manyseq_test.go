@@ -57,16 +57,7 @@ func TestCheckRangesPerSequence(t *testing.T) {
 // baseline, whose sequences all start at 1: the per-sequence check must
 // pass where a check over all ranges at once would see overlaps.
 func TestLoadManySequencesAgainstBaseline(t *testing.T) {
-	srv, addr, done, err := startBaseline("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}()
+	addr := testBaseline(t)
 	cfg := loadConfig{
 		Targets: []string{"http://" + addr.String()}, Sequence: "many", Sequences: 50, Count: 100,
 		Levels: []int{1, 4}, Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond,

@@ -84,16 +84,7 @@ func TestParseKindTargets(t *testing.T) {
 // two system names, and checks the report: ratios, targets, markdown and a
 // well-formed SVG.
 func TestReportFromRuns(t *testing.T) {
-	srv, addr, done, err := startBaseline("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}()
+	addr := testBaseline(t)
 	dir := t.TempDir()
 	for _, sys := range []string{"echo", "ticketd"} {
 		for _, count := range []uint64{1, 1000} {
@@ -118,7 +109,7 @@ func TestReportFromRuns(t *testing.T) {
 	stdout := os.Stdout
 	devnull, _ := os.Open(os.DevNull)
 	os.Stdout = devnull // runReport prints the table
-	err = runReport([]string{"--dir", dir, "--strict"})
+	err := runReport([]string{"--dir", dir, "--strict"})
 	os.Stdout = stdout
 	devnull.Close()
 	if err != nil {
@@ -186,16 +177,7 @@ func TestReportFromRuns(t *testing.T) {
 // TestFailoverProbeKills checks the kill path: the probe SIGKILLs the given
 // process on time and measures the recovery from then.
 func TestFailoverProbeKills(t *testing.T) {
-	srv, addr, done, err := startBaseline("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}()
+	addr := testBaseline(t)
 	victim := exec.Command("sleep", "30")
 	if err := victim.Start(); err != nil {
 		t.Skip("no sleep binary:", err)
