@@ -70,12 +70,28 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on HTTP address: %w", err)
 		}
 	}
+	// The Redis-protocol front's port is taken now, with the API's, so
+	// that a bad --resp-addr fails before the node opens its Raft state.
+	respLn := cfg.RESPListener
+	if respLn == nil && cfg.RESPAddr != "" {
+		var err error
+		if respLn, err = net.Listen("tcp", cfg.RESPAddr); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("listen on RESP address: %w", err)
+		}
+	}
+	closeListeners := func() {
+		_ = ln.Close()
+		if respLn != nil {
+			_ = respLn.Close()
+		}
+	}
 	advertise := cfg.HTTPAdvertise
 	if advertise == "" {
 		advertise = ln.Addr().String()
 	}
 	if err := checkReachable(advertise); err != nil {
-		_ = ln.Close()
+		closeListeners()
 		return nil, err
 	}
 	stopCtx, cancel := context.WithCancel(context.Background())
@@ -85,6 +101,7 @@ func Start(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		log:      log,
 		ln:       ln,
+		respLn:   respLn,
 		stop:     make(chan struct{}),
 		serveErr: make(chan error, 1),
 	}
@@ -119,7 +136,7 @@ func Start(cfg Config) (*Server, error) {
 	node, err := cluster.Open(cc, state)
 	if err != nil {
 		cancel()
-		_ = ln.Close()
+		closeListeners()
 		return nil, err
 	}
 	s.node = node
@@ -129,7 +146,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := node.Start(leadershipListener{s.issuer, s.lessor}); err != nil {
 		_ = node.Shutdown(context.Background(), false)
 		cancel()
-		_ = ln.Close()
+		closeListeners()
 		return nil, err
 	}
 	s.api = httpapi.New(httpapi.Config{
@@ -160,10 +177,7 @@ func Start(cfg Config) (*Server, error) {
 		}
 		s.serveErr <- err
 	}()
-	if err := s.startRESP(peerTransport); err != nil {
-		_ = s.Kill()
-		return nil, err
-	}
+	s.startRESP(peerTransport)
 	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
 	s.wg.Add(2)
 	go s.membershipLoop(advertise)
@@ -187,19 +201,12 @@ func (s *Server) RESPAddr() string {
 // startRESP starts the Redis-protocol front when the configuration asks
 // for it: same store, tokens and TLS as the HTTP API, and the same
 // transport to reach the leader's API from a follower.
-func (s *Server) startRESP(peerTransport http.RoundTripper) error {
+func (s *Server) startRESP(peerTransport http.RoundTripper) {
 	cfg := s.cfg
-	ln := cfg.RESPListener
+	ln := s.respLn // taken in Start
 	if ln == nil {
-		if cfg.RESPAddr == "" {
-			return nil
-		}
-		var err error
-		if ln, err = net.Listen("tcp", cfg.RESPAddr); err != nil {
-			return fmt.Errorf("listen on RESP address: %w", err)
-		}
+		return
 	}
-	s.respLn = ln
 	if cfg.APITLS != nil {
 		ln = tls.NewListener(ln, cfg.APITLS)
 	}
@@ -224,7 +231,6 @@ func (s *Server) startRESP(peerTransport http.RoundTripper) error {
 		}
 	}()
 	s.log.Info("serving the Redis protocol", "addr", s.respLn.Addr().String(), "tls", cfg.APITLS != nil)
-	return nil
 }
 
 // Node returns the Raft node (tests use it to inspect and to force
