@@ -63,7 +63,13 @@ func (l *leaderClient) reserve(ctx context.Context, name string, count int64, to
 	if err := l.do(ctx, http.MethodPost, "/v1/sequences/"+name+"/ranges", token, body, &r); err != nil {
 		return 0, 0, err
 	}
-	if r.Sequence != name || r.Last-r.First+1 != count || r.First < 1 {
+	return checkRange(r, name, count)
+}
+
+// checkRange accepts the leader's range only if it is exactly count IDs of
+// the sequence asked for: the front hands it to a client as is.
+func checkRange(r api.Range, name string, count int64) (first, last int64, err error) {
+	if r.Sequence != name || r.First < 1 || r.Last < r.First || r.Last-r.First != count-1 {
 		return 0, 0, fmt.Errorf("the leader answered %+v to a reservation of %d IDs of %q", r, count, name)
 	}
 	return r.First, r.Last, nil
@@ -133,13 +139,19 @@ func (l *leaderClient) doStatus(ctx context.Context, method, path, token string,
 	if status != nil {
 		*status = res.StatusCode
 	}
-	if res.StatusCode/100 == 2 {
+	return decodeAnswer(res.StatusCode, data, out)
+}
+
+// decodeAnswer reads the leader's answer: out for a 2xx, else the problem
+// as an error of its kind.
+func decodeAnswer(status int, data []byte, out any) error {
+	if status/100 == 2 {
 		if err := json.Unmarshal(data, out); err != nil {
 			return fmt.Errorf("the leader's answer is not what was asked for: %v", err)
 		}
 		return nil
 	}
-	return problemError(res.StatusCode, data)
+	return problemError(status, data)
 }
 
 // problemError turns the leader's problem details back into a domain kind.
