@@ -173,11 +173,17 @@ func (w *workload) restore(ctx context.Context, cb *Cluster, backup []byte, seco
 		classify(o, r)
 		w.rec.done(o)
 		why = fmt.Sprintf("%d %s", o.Status, o.Err)
-		switch {
-		case o.Outcome == checker.Fail && !second && unknown && w.hasSequences(ctx, cb):
-			return true, "" // an earlier unknown attempt restored it
-		case o.Outcome == checker.Fail:
-			return false, why
+		if o.Outcome == checker.Fail {
+			if second || !unknown {
+				return false, why
+			}
+			// A refusal after an unknown attempt: that attempt may have
+			// restored the cluster, which only the cluster can say.
+			has, answer := w.hasSequences(ctx, cb)
+			if has {
+				return true, "" // an earlier unknown attempt restored it
+			}
+			return false, why + "; after the unknown attempts, " + answer
 		}
 		unknown = true
 		sleepCtx(ctx, 300*time.Millisecond)
@@ -185,12 +191,27 @@ func (w *workload) restore(ctx context.Context, cb *Cluster, backup []byte, seco
 	return false, why + " (gave up after 30 s)"
 }
 
-// hasSequences reports whether cluster cb knows the first main sequence.
-func (w *workload) hasSequences(ctx context.Context, cb *Cluster) bool {
-	for _, n := range cb.Members() {
-		if code, err := cb.call(ctx, http.MethodGet, n, "/v1/sequences/"+mainSeqs[0], nil, nil, 3*time.Second); err == nil && code == http.StatusOK {
-			return true
+// hasSequences reports whether cluster cb knows the first main sequence,
+// asking until a node answers 200 (it does) or 404 (it does not), for up to
+// 20 s: right after a restore the new cluster may be electing a leader or
+// re-establishing one, and a node that cannot answer says nothing either
+// way. The string says what the last answer was.
+func (w *workload) hasSequences(ctx context.Context, cb *Cluster) (bool, string) {
+	deadline := time.Now().Add(20 * time.Second)
+	last := "no answer"
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, n := range cb.Members() {
+			code, err := cb.call(ctx, http.MethodGet, n, "/v1/sequences/"+mainSeqs[0], nil, nil, 3*time.Second)
+			switch {
+			case err == nil && code == http.StatusOK:
+				return true, ""
+			case code == http.StatusNotFound:
+				return false, fmt.Sprintf("%s answered 404 for sequence %s", n.ID, mainSeqs[0])
+			case err != nil:
+				last = err.Error()
+			}
 		}
+		sleepCtx(ctx, 300*time.Millisecond)
 	}
-	return false
+	return false, "no node said whether it has the sequences within 20 s (last: " + last + ")"
 }
