@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/internal/testkit"
@@ -149,6 +151,30 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 	var log testcluster.RangeLog
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
+	// inflight counts each node's unanswered requests, so the follower is
+	// killed only once nothing sent to it is still on its way. A worker
+	// picks its target and counts it under one lock, and the targets change
+	// under the same lock: a pick made before the change is counted.
+	var inflightMu sync.Mutex
+	inflight := map[string]int{}
+	pick := func(i int) *testcluster.Node {
+		inflightMu.Lock()
+		defer inflightMu.Unlock()
+		ts := *targets.Load()
+		n := ts[i%len(ts)]
+		inflight[n.ID]++
+		return n
+	}
+	done := func(n *testcluster.Node) {
+		inflightMu.Lock()
+		inflight[n.ID]--
+		inflightMu.Unlock()
+	}
+	setTargets := func(ns []*testcluster.Node) {
+		inflightMu.Lock()
+		targets.Store(&ns)
+		inflightMu.Unlock()
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
@@ -161,12 +187,17 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				ts := *targets.Load()
-				n := ts[i%len(ts)]
-				r, st, err := testcluster.Reserve(n, "orders", 100)
-				if err != nil || st != http.StatusOK {
+				n := pick(i)
+				resp, err := testkit.Client{}.Call(http.MethodPost, "http://"+n.HTTPAddr+"/v1/sequences/orders/ranges", api.ReserveRequest{Count: 100})
+				done(n)
+				var r api.Range
+				if err == nil && resp.Status == http.StatusOK {
+					err = json.Unmarshal(resp.Body, &r)
+				}
+				if err != nil || resp.Status != http.StatusOK {
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("via %s: status %d, err %v", n.ID, st, err))
+					// The whole answer: a 503's problem says which round failed.
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("via %s: status %d, err %v, body %s", n.ID, resp.Status, err, resp.Body))
 					continue
 				}
 				log.Add(r)
@@ -233,8 +264,12 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 			others = append(others, n)
 		}
 	}
-	targets.Store(&others)
-	time.Sleep(200 * time.Millisecond) // requests already sent to the follower finish
+	setTargets(others)
+	testkit.Eventually(t, 10*time.Second, 5*time.Millisecond, "requests already sent to "+follower.ID+" answered", func() bool {
+		inflightMu.Lock()
+		defer inflightMu.Unlock()
+		return inflight[follower.ID] == 0
+	})
 	tc.Kill(follower.ID)
 	progress("follower down")
 	tc.Restart(follower.ID)
@@ -247,7 +282,7 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 		ls, err2 := leader.Srv.Node().Status()
 		return err1 == nil && err2 == nil && fs.Leader == leader.ID && fs.AppliedIndex >= ls.CommitIndex
 	})
-	targets.Store(&all)
+	setTargets(all)
 	progress("follower back")
 
 	close(stop)
