@@ -11,6 +11,7 @@ package api
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // LeaderHeader is set on every answer a node forwarded to the leader: the
@@ -174,6 +175,48 @@ type ClusterStatus struct {
 	LagEntries uint64 `json:"lag_entries"`
 	// Storage is the state of this node's data directory.
 	Storage NodeStorage `json:"storage"`
+	// LastContactMs is how long ago this node last heard from the leader,
+	// in milliseconds: 0 on the leader, -1 when it never has.
+	LastContactMs int64 `json:"last_contact_ms"`
+	// LeaderChanges are the leadership changes this node has seen, newest
+	// first (at most 20; kept in memory, so they start again at a restart).
+	LeaderChanges []LeaderChange `json:"leader_changes"`
+}
+
+// LeaderChange is one leadership change a node saw: from Term on, Leader
+// led ("" when the node knew no leader). At is the node's wall clock
+// (RFC 3339), for people to read: nothing in ticketd decides by it.
+type LeaderChange struct {
+	Term   uint64    `json:"term"`
+	Leader string    `json:"leader"`
+	At     time.Time `json:"at"`
+}
+
+// NodesStatus is the body of GET /v1/cluster/nodes: every member's own
+// answer to GET /v1/cluster, gathered by the node asked, so that one
+// request (the status page's) shows the whole cluster, and a node that does
+// not answer shows as such.
+type NodesStatus struct {
+	// Node is the ID of the node that gathered the answers.
+	Node  string       `json:"node"`
+	Nodes []NodeStatus `json:"nodes"`
+}
+
+// NodeStatus is one member as the gathering node reached it: its status
+// when it answered, otherwise why not.
+type NodeStatus struct {
+	ID       string `json:"id"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Voter    bool   `json:"voter"`
+	// Reachable is true when the member answered with its status; Error
+	// says what happened otherwise (no API address known, refused, timed
+	// out, or its problem's detail).
+	Reachable bool           `json:"reachable"`
+	Error     string         `json:"error,omitempty"`
+	Status    *ClusterStatus `json:"status,omitempty"`
+	// RoundTripMs is how long the member took to answer the gathering
+	// node, in milliseconds.
+	RoundTripMs int64 `json:"round_trip_ms"`
 }
 
 // NodeStorage is the state of one node's data directory: whether its latest

@@ -64,6 +64,7 @@ type Node struct {
 	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
 	listener LeadershipListener
 	current  atomic.Pointer[Leadership] // non-nil while serving as leader
+	leaders  leaderHistory              // the leadership changes seen, for Status
 	epoch    atomic.Uint64
 
 	observer      *raft.Observer
@@ -346,6 +347,7 @@ func (n *Node) leaderLoop() {
 func (n *Node) checkLeadership() {
 	isLeader := n.raft.State() == raft.Leader
 	term := n.raft.CurrentTerm()
+	n.leaders.observe(term, n.LeaderID(), time.Now())
 	cur := n.current.Load()
 	if cur != nil && (!isLeader || cur.Term != term) {
 		n.stepDown(*cur)
@@ -828,16 +830,18 @@ func (n *Node) Status() (domain.ClusterStatus, error) {
 		return domain.ClusterStatus{}, mapRaftError(err)
 	}
 	st := domain.ClusterStatus{
-		Node:         n.cfg.ID,
-		State:        n.raft.State().String(),
-		Leader:       n.LeaderID(),
-		Term:         n.raft.CurrentTerm(),
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.raft.AppliedIndex(),
-		RaftTLS:      n.cfg.TLS != nil,
-		Members:      []domain.Member{},
-		LagEntries:   n.Lag(),
-		Storage:      n.storageStatus(),
+		Node:          n.cfg.ID,
+		State:         n.raft.State().String(),
+		Leader:        n.LeaderID(),
+		Term:          n.raft.CurrentTerm(),
+		CommitIndex:   n.raft.CommitIndex(),
+		AppliedIndex:  n.raft.AppliedIndex(),
+		RaftTLS:       n.cfg.TLS != nil,
+		Members:       []domain.Member{},
+		LagEntries:    n.Lag(),
+		Storage:       n.storageStatus(),
+		LastContact:   n.lastContact(),
+		LeaderChanges: n.leaders.list(),
 	}
 	for _, s := range cf.Configuration().Servers {
 		m := domain.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
@@ -847,6 +851,19 @@ func (n *Node) Status() (domain.ClusterStatus, error) {
 		st.Members = append(st.Members, m)
 	}
 	return st, nil
+}
+
+// lastContact is how long ago this node last heard from a leader: 0 on the
+// leader, -1 if never (raft's LastContact is updated only on followers).
+func (n *Node) lastContact() time.Duration {
+	if n.raft.State() == raft.Leader {
+		return 0
+	}
+	t := n.raft.LastContact()
+	if t.IsZero() {
+		return -1
+	}
+	return time.Since(t)
 }
 
 // IsMember reports whether the Raft configuration names this node.

@@ -175,6 +175,21 @@ type ClusterStatus struct {
 	// apply.
 	LagEntries uint64
 	Storage    Storage
+	// LastContact is how long ago this node last heard from the leader: 0
+	// on the leader itself, -1 when it never has.
+	LastContact time.Duration
+	// LeaderChanges are the leadership changes this node has seen, newest
+	// first (a bounded few).
+	LeaderChanges []LeaderChange
+}
+
+// LeaderChange is one leadership change a node saw: from Term on, Leader
+// led ("" when the node knew no leader). At is the node's wall clock, for
+// people to read; nothing decides by it.
+type LeaderChange struct {
+	Term   uint64
+	Leader string
+	At     time.Time
 }
 
 // Storage is the state of a node's data directory: whether its latest write

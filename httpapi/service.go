@@ -7,6 +7,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	_ "embed" // openapi.json
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"net/http/httputil"
 	"net/http/pprof"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +30,7 @@ import (
 	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/metrics"
+	"github.com/ticketd/ticketd/ui"
 )
 
 // Store is what the API needs of a node: a few methods over domain values.
@@ -178,6 +181,12 @@ func New(cfg Config) *Service {
 		e.Any("/unsafe/*", echo.WrapHandler(cfg.Unsafe))
 	}
 	e.GET("/livez", s.livez)
+	// The status page and the API's description are public: the page asks
+	// for a token and sends it with each API call it makes, and the
+	// description holds nothing a client does not already see.
+	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
+	e.GET("/ui/*", echo.WrapHandler(ui.Handler()))
+	e.GET("/openapi.json", s.openAPI)
 	e.GET("/readyz", s.readyz)
 	if cfg.Metrics != nil {
 		h := echo.WrapHandler(promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
@@ -194,6 +203,7 @@ func New(cfg Config) *Service {
 	limit, lead := s.limitInflight(maxInflight), s.leaderOnly
 	v1 := composedGroup{e.Group("/v1")} // see routes.go
 	v1.GET("/cluster", s.clusterStatus, limit, reserve)
+	v1.GET("/cluster/nodes", s.nodesStatus, limit, reserve)
 	v1.POST("/cluster/snapshot", s.snapshot, limit, admin)
 	v1.PUT("/sequences/:name", s.createSequence, limit, admin, lead)
 	v1.GET("/sequences", s.listSequences, limit, reserve, lead)
@@ -219,6 +229,31 @@ func New(cfg Config) *Service {
 	v1.GET("/inspect/snowflake/:name/:id", s.inspectSnowflake, limit, reserve, lead)
 	s.echo = e
 	return s
+}
+
+// Route is one route the service serves: an HTTP method and an Echo path
+// (parameters as :name, a trailing * for a prefix).
+type Route struct{ Method, Path string }
+
+// Routes lists every route the service registered, for the test that holds
+// them against the OpenAPI description.
+func (s *Service) Routes() []Route {
+	var out []Route
+	for _, r := range s.echo.Routes() {
+		out = append(out, Route{Method: r.Method, Path: r.Path})
+	}
+	return out
+}
+
+//go:embed openapi.json
+var openAPISpec []byte
+
+// OpenAPISpec is the OpenAPI description of this API that GET /openapi.json
+// serves.
+func OpenAPISpec() []byte { return slices.Clone(openAPISpec) }
+
+func (s *Service) openAPI(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/json", openAPISpec)
 }
 
 // Handler returns the service as an http.Handler.
@@ -556,18 +591,35 @@ func sequenceView(s domain.Sequence) api.Sequence {
 }
 
 func (s *Service) clusterStatus(c echo.Context) error {
-	st, err := s.store.Status()
+	out, err := s.ownStatus(c)
 	if err != nil {
 		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// ownStatus is this node's answer to GET /v1/cluster.
+func (s *Service) ownStatus(c echo.Context) (api.ClusterStatus, error) {
+	st, err := s.store.Status()
+	if err != nil {
+		return api.ClusterStatus{}, err
 	}
 	out := api.ClusterStatus{
 		Node: st.Node, State: st.State, Leader: st.Leader, Term: st.Term,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		RaftTLS: st.RaftTLS, APITLS: c.Request().TLS != nil,
-		Members: make([]api.Member, 0, len(st.Members)),
+		Members:       make([]api.Member, 0, len(st.Members)),
+		LastContactMs: -1,
+		LeaderChanges: make([]api.LeaderChange, 0, len(st.LeaderChanges)),
+	}
+	if st.LastContact >= 0 {
+		out.LastContactMs = st.LastContact.Milliseconds()
 	}
 	for _, m := range st.Members {
 		out.Members = append(out.Members, api.Member(m))
+	}
+	for _, lc := range st.LeaderChanges {
+		out.LeaderChanges = append(out.LeaderChanges, api.LeaderChange(lc))
 	}
 	select {
 	case <-s.draining:
@@ -580,7 +632,7 @@ func (s *Service) clusterStatus(c echo.Context) error {
 		FailingForMs: st.Storage.FailingFor.Milliseconds(),
 		FreeBytes:    st.Storage.FreeBytes, LogBytes: st.Storage.LogBytes, SnapshotBytes: st.Storage.SnapshotBytes,
 	}
-	return c.JSON(http.StatusOK, out)
+	return out, nil
 }
 
 func (s *Service) join(c echo.Context) error {

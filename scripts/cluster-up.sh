@@ -114,5 +114,7 @@ node's files and send it SIGHUP, or wait 10 s). Tokens are in $local_dir/tokens
   redis-cli --tls --cacert $tls/ca.pem -p $((resp_base + 1)) --no-auth-warning -a \$TICKETD_TOKEN INCRBY demo 1000   # any Redis client (apt-get install redis-tools)
   $bin sequences demo
   $bin status
+Status page (any node; paste the token from reserve.token; the browser must trust
+$tls/ca.pem, or accept its warning once): https://localhost:$((http_base + 1))/ui/
 Stop it with: scripts/cluster-down.sh   (add --purge to delete its data)
 TXT

@@ -65,6 +65,7 @@ func TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens(t *testing.T) {
 		scope              auth.Scope
 	}{
 		{"GET", "/v1/cluster", "", auth.ScopeReserve},
+		{"GET", "/v1/cluster/nodes", "", auth.ScopeReserve},
 		{"GET", "/v1/sequences", "", auth.ScopeReserve},
 		{"GET", "/v1/sequences/orders", "", auth.ScopeReserve},
 		{"POST", "/v1/sequences/orders/ranges", `{"count":1}`, auth.ScopeReserve},
@@ -98,7 +99,7 @@ func TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens(t *testing.T) {
 			t.Errorf("%s %s with the right token: %d %s", e.method, e.path, r.Status, r.Body)
 		}
 	}
-	for _, open := range []string{"/livez", "/readyz"} {
+	for _, open := range []string{"/livez", "/readyz", "/ui/", "/openapi.json"} {
 		if r := anonymous.MustCall(t, "GET", base+open, nil); r.Status != http.StatusOK {
 			t.Errorf("%s without a token: %d, want 200", open, r.Status)
 		}
