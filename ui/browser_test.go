@@ -1,0 +1,503 @@
+package ui_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
+	"github.com/ticketd/ticketd/server"
+)
+
+const (
+	adminToken   = "admin-token-of-the-status-page-test"
+	reserveToken = "reserve-token-of-the-status-page-test"
+	wrongToken   = "not-a-token-of-this-cluster"
+
+	// bigStart is 2^53+1: the first integer a JavaScript Number cannot
+	// hold (it reads 9007199254740992), so the page shows it exactly only
+	// if it parses IDs as it should.
+	bigStart int64 = 9007199254740993
+
+	// evilHolder is a lease holder that is markup: the page must show it
+	// as text.
+	evilHolder = `<img src=x id=injected onerror="document.title='owned'">web-1/4242`
+)
+
+// chromiumPath finds the browser: TICKETD_CHROMIUM when set (then the test
+// must run, and fails if the browser cannot start), else chromium or
+// chromium-browser on PATH, else the test is skipped.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TICKETD_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("TICKETD_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium or chromium-browser on PATH and TICKETD_CHROMIUM unset: scripts/browser-deps.sh installs Debian's chromium and prints its path")
+	return ""
+}
+
+// pageState is what the test reads of the page, through the ids and data-
+// attributes the page keeps for it.
+type pageState struct {
+	Phase      string `json:"phase"`
+	Refreshes  int    `json:"refreshes"`
+	Leader     string `json:"leader"`
+	LeaderText string `json:"leaderText"`
+	AuthError  string `json:"authError"`
+	Members    []struct {
+		ID        string `json:"id"`
+		Reachable string `json:"reachable"`
+		State     string `json:"state"`
+	} `json:"members"`
+	Banners []struct {
+		ID   string `json:"id"`
+		Node string `json:"node"`
+		Text string `json:"text"`
+	} `json:"banners"`
+	Sequences []struct {
+		Name string `json:"name"`
+		Next string `json:"next"`
+		Rate string `json:"rate"`
+		Text string `json:"text"`
+	} `json:"sequences"`
+	Holders []string `json:"holders"`
+	Changes []struct {
+		Term   string `json:"term"`
+		Leader string `json:"leader"`
+	} `json:"changes"`
+	Injected int    `json:"injected"`
+	Title    string `json:"title"`
+}
+
+const readPage = `(() => {
+	const q = (s) => [...document.querySelectorAll(s)];
+	const authError = document.getElementById("auth-error");
+	return {
+		phase: document.body.dataset.phase || "",
+		refreshes: Number(document.getElementById("updated").dataset.refreshes || 0),
+		leader: document.getElementById("leader").dataset.leader || "",
+		leaderText: document.getElementById("leader").textContent,
+		authError: authError.hidden ? "" : authError.textContent,
+		members: q("#members tbody tr[data-node]").map((r) => ({id: r.dataset.node, reachable: r.dataset.reachable, state: r.dataset.state})),
+		banners: q("#banners [data-banner]").map((b) => ({id: b.dataset.banner, node: b.dataset.node || "", text: b.textContent})),
+		sequences: q("#sequences tbody tr[data-sequence]").map((r) => ({name: r.dataset.sequence, next: r.dataset.next, rate: r.dataset.rate, text: r.textContent})),
+		holders: q("#namespaces td.holder").map((td) => td.textContent),
+		changes: q("#leader-changes tbody tr[data-term]").map((r) => ({term: r.dataset.term, leader: r.dataset.leader})),
+		injected: q("#injected, #namespaces img").length,
+		title: document.title,
+	};
+})()`
+
+func (s pageState) member(id string) (reachable, state string, ok bool) {
+	for _, m := range s.Members {
+		if m.ID == id {
+			return m.Reachable, m.State, true
+		}
+	}
+	return "", "", false
+}
+
+func (s pageState) banner(id, node string) bool {
+	for _, b := range s.Banners {
+		if b.ID == id && (node == "" || b.Node == node) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s pageState) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%q refreshes=%d leader=%q auth_error=%q members=[", s.Phase, s.Refreshes, s.Leader, s.AuthError)
+	for _, m := range s.Members {
+		fmt.Fprintf(&b, " %s:%s/%s", m.ID, m.State, m.Reachable)
+	}
+	b.WriteString(" ] banners=[")
+	for _, x := range s.Banners {
+		fmt.Fprintf(&b, " %s(%s): %q", x.ID, x.Node, x.Text)
+	}
+	b.WriteString(" ] sequences=[")
+	for _, x := range s.Sequences {
+		fmt.Fprintf(&b, " %s next=%s rate=%s", x.Name, x.Next, x.Rate)
+	}
+	fmt.Fprintf(&b, " ] holders=%q changes=%v", s.Holders, s.Changes)
+	return b.String()
+}
+
+// tab is the browser tab the test drives; every action on it is bounded.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p tab) do(what string, timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (p tab) read() (pageState, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[pageState](readPage))
+}
+
+func evalString(p tab, js string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return s
+}
+
+// waitFor polls the page until cond accepts what it shows, and fails the
+// test with the page's last state if timeout passes first.
+func (p tab) waitFor(what string, timeout time.Duration, cond func(pageState) error) pageState {
+	p.t.Helper()
+	var last pageState
+	testkit.EventuallyErr(p.t, timeout, 100*time.Millisecond, what, func() error {
+		s, err := p.read()
+		if err != nil {
+			return err
+		}
+		last = s
+		if err := cond(s); err != nil {
+			return fmt.Errorf("%w; the page shows %s", err, s)
+		}
+		return nil
+	})
+	return last
+}
+
+func (p tab) enterToken(token string) {
+	p.t.Helper()
+	p.do("enter the token", 10*time.Second,
+		chromedp.WaitVisible(chromedp.CSS("#token-input")),
+		chromedp.SendKeys(chromedp.CSS("#token-input"), token),
+		chromedp.Click(chromedp.CSS("#token-submit")))
+}
+
+// consoleLog collects the page's uncaught exceptions and the browser's
+// reports of what the Content-Security-Policy blocked.
+type consoleLog struct {
+	mu  sync.Mutex
+	bad []string
+}
+
+// watchConsole reads the console of the tab of ctx until ctx ends.
+func watchConsole(ctx context.Context) *consoleLog {
+	c := &consoleLog{}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || strings.Contains(m.Text, "Content Security Policy") || strings.Contains(m.Text, "Refused to") {
+				c.mu.Lock()
+				c.bad = append(c.bad, m.String())
+				c.mu.Unlock()
+			}
+		}
+	}()
+	return c
+}
+
+func (c *consoleLog) problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.bad...)
+}
+
+// TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken opens
+// the status page of a real 3-node cluster with authentication on in
+// headless Chromium: a wrong token gets a plain refusal; the right one shows
+// the three members, the leader, a sequence's exact 64-bit next ID, its rate,
+// a lease holder written as markup shown as text; when the leader is killed
+// the page names the new leader and shows the old one unreachable within a
+// few seconds; and with a single member left it says there is no leader. With TICKETD_SCREENSHOT=<file.png> it also writes a
+// full-page screenshot (TICKETD_SCREENSHOT_WIDTH px wide, 1280 by default)
+// after 90 s of load, so that the chart has lines.
+func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *testing.T) {
+	chromium := chromiumPath(t)
+	shotPath := os.Getenv("TICKETD_SCREENSHOT")
+	shotWidth := int64(1280)
+	if w := os.Getenv("TICKETD_SCREENSHOT_WIDTH"); w != "" {
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil || n < 200 {
+			t.Fatalf("TICKETD_SCREENSHOT_WIDTH=%q: want a width in pixels", w)
+		}
+		shotWidth = n
+	}
+	began := time.Now()
+
+	tokens, err := auth.Parse(strings.NewReader("admin " + adminToken + "\nreserve " + reserveToken + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := testcluster.NewWithOptions(t, 3, testcluster.Options{
+		Token: adminToken,
+		Tweak: func(id string, cfg *server.Config) {
+			cfg.Tokens = tokens
+			// Blocks of about a second of this test's light load, so that
+			// each sequence's next moves often and its rate shows within
+			// seconds (production load gets such blocks by its rate).
+			cfg.Issuer.RequestsPerBlock = 8
+		},
+	})
+	leader := tc.Leader(10 * time.Second)
+	var pageNode *testcluster.Node
+	for _, n := range tc.Running() {
+		if n.ID != leader.ID {
+			pageNode = n // a follower, so that it outlives the leader
+			break
+		}
+	}
+	asAdmin := tc.Client()
+	asReserver := testkit.Client{Token: reserveToken, Timeout: 3 * time.Second}
+	base := tc.URL(pageNode)
+
+	tc.CreateSequence("orders", nil)
+	tc.CreateSequence("invoices", nil)
+	start := bigStart
+	tc.CreateSequence("big", api.CreateSequenceRequest{Start: &start})
+	if status, err := asAdmin.Do(http.MethodPut, base+"/v1/namespaces/users", nil, nil); err != nil || status != http.StatusCreated {
+		t.Fatalf("create namespace: %d %v", status, err)
+	}
+	var leases []api.Lease
+	for _, holder := range []string{evilHolder, "api-7/311"} {
+		var l api.Lease
+		if status, err := asReserver.Do(http.MethodPost, base+"/v1/namespaces/users/leases", api.LeaseRequest{Holder: holder}, &l); err != nil || status != http.StatusCreated {
+			t.Fatalf("acquire a lease for %q: %d %v", holder, status, err)
+		}
+		leases = append(leases, l)
+	}
+
+	// Load through the page's node (it forwards to the leader), until the
+	// test ends; failures during the failover are expected.
+	loadCtx, stopLoad := context.WithCancel(context.Background())
+	var load sync.WaitGroup
+	for _, l := range []struct {
+		seq   string
+		count int64
+		every time.Duration
+	}{{"orders", 40, 50 * time.Millisecond}, {"invoices", 9, 80 * time.Millisecond}} {
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			tick := time.NewTicker(l.every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-loadCtx.Done():
+					return
+				case <-tick.C:
+					_, _ = asReserver.Call(http.MethodPost, base+"/v1/sequences/"+l.seq+"/ranges", api.ReserveRequest{Count: l.count})
+				}
+			}
+		}()
+	}
+	load.Add(1)
+	go func() { // the holders renew their leases, as the SDK does every TTL/3
+		defer load.Done()
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-tick.C:
+				for _, l := range leases {
+					_, _ = asReserver.Call(http.MethodPut, fmt.Sprintf("%s/v1/namespaces/users/leases/%d", base, l.WorkerID), api.LeaseTokenRequest{Token: l.Token})
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { stopLoad(); load.Wait() })
+
+	// The browser: its life is bound to allocCtx, which the cleanup ends
+	// (waiting for the process) before the temp profile is removed.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(int(shotWidth), 900),
+		chromedp.Flag("disable-gpu", true),
+	)
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium's sandbox refuses to run as root
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(browserCtx) }() // starts the browser, not bound by a timeout
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("start %s: %v", chromium, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not start within 60 s", chromium)
+	}
+	page := tab{t: t, ctx: browserCtx}
+	console := watchConsole(browserCtx)
+	page.do("set the viewport", 10*time.Second, chromedp.EmulateViewport(shotWidth, 900))
+	page.do("open the page", 20*time.Second, chromedp.Navigate(base+"/ui/"))
+
+	// No token yet: the page asks for one, and says nothing was refused.
+	page.waitFor("the page to ask for a token", 10*time.Second, func(s pageState) error {
+		if s.Phase != "token" || s.AuthError != "" {
+			return errors.New("no plain request for a token")
+		}
+		return nil
+	})
+
+	// A wrong token: a plain refusal.
+	page.enterToken(wrongToken)
+	page.waitFor("the refusal of a wrong token", 10*time.Second, func(s pageState) error {
+		if !strings.HasPrefix(s.AuthError, "The token was refused (401): ") || s.Phase != "token" {
+			return errors.New(`no "The token was refused (401): ..." message`)
+		}
+		return nil
+	})
+
+	// The right token: three members, the leader named, the data exact.
+	page.enterToken(reserveToken)
+	page.waitFor("three members and the leader "+leader.ID, 15*time.Second, func(s pageState) error {
+		if len(s.Members) != 3 {
+			return fmt.Errorf("%d members, want 3", len(s.Members))
+		}
+		for _, m := range s.Members {
+			if m.Reachable != "true" {
+				return fmt.Errorf("member %s not shown reachable", m.ID)
+			}
+		}
+		if s.Leader != leader.ID || !strings.Contains(s.LeaderText, leader.ID) {
+			return fmt.Errorf("leader shown %q (%q), want %s", s.Leader, s.LeaderText, leader.ID)
+		}
+		if _, st, _ := s.member(leader.ID); st != "Leader" {
+			return fmt.Errorf("member %s shown as %q, want Leader", leader.ID, st)
+		}
+		if s.banner("no-leader", "") || s.banner("unreachable", "") {
+			return errors.New("a healthy cluster shows a no-leader or unreachable banner")
+		}
+		return nil
+	})
+	page.waitFor("the sequences, their exact next IDs, a rate, and the leases as text", 20*time.Second, func(s pageState) error {
+		next := map[string]string{}
+		rate := map[string]string{}
+		for _, q := range s.Sequences {
+			next[q.Name], rate[q.Name] = q.Next, q.Rate
+		}
+		if next["big"] != strconv.FormatInt(bigStart, 10) {
+			return fmt.Errorf("big's next shown as %q, want %d exactly", next["big"], bigStart)
+		}
+		if r, _ := strconv.ParseFloat(rate["orders"], 64); !(r > 0) {
+			return fmt.Errorf("orders' rate %q, want above 0 under load", rate["orders"])
+		}
+		found := false
+		for _, h := range s.Holders {
+			found = found || h == evilHolder
+		}
+		if !found {
+			return fmt.Errorf("lease holder %q not shown verbatim", evilHolder)
+		}
+		if s.Injected != 0 || s.Title == "owned" {
+			return errors.New("a lease holder was inserted as markup")
+		}
+		return nil
+	})
+	if got := evalString(page, `sessionStorage.getItem("ticketd.token") + "|" + localStorage.length + "|" + document.cookie`); got != reserveToken+"|0|" {
+		t.Errorf("token storage: got %q, want it in sessionStorage only", got)
+	}
+
+	// The leader dies: the page names the new one and shows the old one
+	// unreachable, within a few seconds.
+	if shotPath != "" {
+		time.Sleep(90 * time.Second) // load, so that the chart has lines
+	}
+	killed := time.Now()
+	tc.Kill(leader.ID)
+	s := page.waitFor("a new leader and "+leader.ID+" unreachable", 10*time.Second, func(s pageState) error {
+		if s.Leader == "" || s.Leader == leader.ID {
+			return fmt.Errorf("leader shown %q, want one other than %s", s.Leader, leader.ID)
+		}
+		if reachable, _, ok := s.member(leader.ID); !ok || reachable != "false" {
+			return fmt.Errorf("%s not shown unreachable", leader.ID)
+		}
+		if !s.banner("unreachable", leader.ID) {
+			return fmt.Errorf("no unreachable banner for %s", leader.ID)
+		}
+		return nil
+	})
+	t.Logf("the page showed the new leader %s %v after the kill", s.Leader, time.Since(killed).Round(100*time.Millisecond))
+	newLeader := tc.Leader(10 * time.Second)
+	page.waitFor("the page's leader to be the serving leader "+newLeader.ID+", in the leadership changes", 10*time.Second, func(s pageState) error {
+		if s.Leader != newLeader.ID {
+			return fmt.Errorf("leader shown %q, want %s", s.Leader, newLeader.ID)
+		}
+		if len(s.Changes) == 0 || s.Changes[0].Leader != newLeader.ID {
+			return fmt.Errorf("newest leadership change %v, want one to %s", s.Changes, newLeader.ID)
+		}
+		return nil
+	})
+
+	if shotPath != "" {
+		time.Sleep(5 * time.Second) // the chart's lines go on past the failover
+		ctx, cancel := context.WithTimeout(browserCtx, 20*time.Second)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(shotPath, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d bytes, %d px wide)", shotPath, len(png), shotWidth)
+	}
+	// Two of three members gone: no leader, and the page says so.
+	for _, n := range tc.Running() {
+		if n.ID != pageNode.ID {
+			tc.Kill(n.ID)
+		}
+	}
+	page.waitFor("the no-leader banner", 10*time.Second, func(s pageState) error {
+		if s.Leader != "" || s.LeaderText != "none" || !s.banner("no-leader", "") {
+			return errors.New("no plain sign that there is no leader")
+		}
+		return nil
+	})
+
+	if bad := console.problems(); len(bad) > 0 {
+		t.Errorf("the page threw or broke its Content-Security-Policy:\n%s", strings.Join(bad, "\n"))
+	}
+	t.Logf("test took %v", time.Since(began).Round(100*time.Millisecond))
+}
