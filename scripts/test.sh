@@ -48,6 +48,14 @@ scripts/modules.sh
 # The planted bugs build only with -tags ticketd_faults, and production
 # binaries carry none of them.
 scripts/faults-build.sh
+# The committed OpenAPI client is what oapi-codegen makes of httpapi/openapi.json
+# (issue #15); the go test line below runs the description's tests.
+scripts/openapi-check.sh --no-tests
+# The status page's browser test (ui/browser_test.go) drives headless Chromium:
+# scripts/browser-deps.sh installs Debian's when it is missing and prints its
+# path; naming it in TICKETD_CHROMIUM makes the test fail rather than skip.
+TICKETD_CHROMIUM=${TICKETD_CHROMIUM:-$(scripts/browser-deps.sh)}
+export TICKETD_CHROMIUM
 # -p 1: packages that start clusters must not run side by side on a small machine.
 go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # Real Redis clients of two more languages (redis-cli, Python's redis; Go's
@@ -55,6 +63,10 @@ go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # of a 3-process cluster, through a leader SIGKILL; installs redis-tools and
 # python3-redis from Debian when they are missing.
 scripts/resp-clients.sh
+# The alerting rules' unit tests (promtool, installed from Debian when
+# missing), the example scrape config, and the dashboard; fails when a metric,
+# label or route they name is renamed in the Go source.
+scripts/alerts-test.sh
 # Every fuzz target for a few seconds beyond its seed corpus (which the
 # line above already ran as tests); scripts/fuzz.sh runs them for longer.
 scripts/fuzz.sh --time "${FUZZ_TIME:-5s}"
