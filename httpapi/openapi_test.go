@@ -579,11 +579,7 @@ const (
 
 func specTokens(t testing.TB) *auth.Tokens {
 	t.Helper()
-	tk, err := auth.Parse(strings.NewReader("admin " + specAdminToken + "\nreserve " + specReserveToken + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
+	return testcluster.Tokens(t, specAdminToken, specReserveToken)
 }
 
 // specPadded is body with 70,000 spaces before its closing brace: valid JSON

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/httpapi"
+	"github.com/ticketd/ticketd/internal/testcluster"
 )
 
 // blockingStore's reservations wait for release, so a test can hold one in
@@ -32,10 +32,7 @@ func (s *blockingStore) Reserve(ctx context.Context, name string, count int64) (
 // authenticating (401, 403), then serve.
 func TestRouteMiddleware_ShedThenAuthenticateThenServe(t *testing.T) {
 	const reserveTok, adminTok = "reserve-token-0123456789abcdef", "admin-token-0123456789abcdef"
-	tokens, err := auth.Parse(strings.NewReader("reserve " + reserveTok + "\nadmin " + adminTok + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := testcluster.Tokens(t, adminTok, reserveTok)
 	st := &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
 	h := httpapi.New(httpapi.Config{Store: st, Tokens: tokens, MaxInflight: 1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()

@@ -41,11 +41,7 @@ func newClusterN(t *testing.T, n int, withAuth bool) *testcluster.Cluster {
 	var tokens *auth.Tokens
 	opts := testcluster.Options{}
 	if withAuth {
-		var err error
-		tokens, err = auth.Parse(strings.NewReader("admin " + adminToken + "\nreserve " + reserveToken + "\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		tokens = testcluster.Tokens(t, adminToken, reserveToken)
 		opts.Token = adminToken
 	}
 	opts.Tweak = func(id string, cfg *server.Config) {

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/client"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/internal/testkit"
@@ -349,10 +347,7 @@ func TestCluster_BearerTokens_401And403AreErrUnauthorized_NeverRetried(t *testin
 		t.Skip("starts a cluster")
 	}
 	const admin, reserve = "admin-0123456789abcdef0123456789", "reserve-0123456789abcdef0123456789"
-	tokens, err := auth.Parse(strings.NewReader("admin " + admin + "\nreserve " + reserve + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := testcluster.Tokens(t, admin, reserve)
 	tc := testcluster.NewWithOptions(t, 3, testcluster.Options{
 		Token: admin,
 		Tweak: func(id string, cfg *server.Config) { cfg.Tokens = tokens },
@@ -382,7 +377,7 @@ func TestCluster_BearerTokens_401And403AreErrUnauthorized_NeverRetried(t *testin
 			t.Fatalf("%s: %v was retried until the context ended; a %d is final", what, err, status)
 		}
 	}
-	_, err = newClient(t, urls).Reserve(ctx, "auth", 1)
+	_, err := newClient(t, urls).Reserve(ctx, "auth", 1)
 	check("Reserve without a token", err, http.StatusUnauthorized, api.ProblemUnauthorized)
 	_, err = newClient(t, urls, client.WithBearerToken("wrong-0123456789abcdef0123456789")).Sequence("auth").Next(ctx)
 	check("Next with a wrong token", err, http.StatusUnauthorized, api.ProblemUnauthorized)

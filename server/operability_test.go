@@ -30,11 +30,7 @@ const (
 
 func testTokens(t *testing.T) *auth.Tokens {
 	t.Helper()
-	tk, err := auth.Parse(strings.NewReader("admin " + adminToken + "\nreserve " + reserveToken + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
+	return testcluster.Tokens(t, adminToken, reserveToken)
 }
 
 func authCluster(t *testing.T, n int) *testcluster.Cluster {

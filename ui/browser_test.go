@@ -16,7 +16,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ticketd/ticketd/api"
-	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
@@ -258,10 +257,7 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 	}
 	began := time.Now()
 
-	tokens, err := auth.Parse(strings.NewReader("admin " + adminToken + "\nreserve " + reserveToken + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := testcluster.Tokens(t, adminToken, reserveToken)
 	tc := testcluster.NewWithOptions(t, 3, testcluster.Options{
 		Token: adminToken,
 		Tweak: func(id string, cfg *server.Config) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/httpapi/openapiclient"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/server"
@@ -41,10 +40,7 @@ func newClient(t *testing.T, tc *testcluster.Cluster, n *testcluster.Node, token
 // sizes asked, the follower's answer naming the leader), and reads the 404
 // problem of an unknown sequence.
 func TestGeneratedClient_CreateReserveAndNotFound_OnARealCluster(t *testing.T) {
-	tokens, err := auth.Parse(strings.NewReader("admin " + adminToken + "\nreserve " + reserveToken + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := testcluster.Tokens(t, adminToken, reserveToken)
 	tc := testcluster.NewWithOptions(t, 3, testcluster.Options{
 		Token: adminToken,
 		Tweak: func(id string, cfg *server.Config) { cfg.Tokens = tokens },

@@ -13,11 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/internal/testkit"
 	"github.com/ticketd/ticketd/server"
@@ -361,4 +363,15 @@ func (tc *Cluster) URLs() []string {
 		out = append(out, tc.URL(n))
 	}
 	return out
+}
+
+// Tokens is an admin and a reserve token as a tokens file holds them, for a
+// cluster (or a handler) with authentication on.
+func Tokens(tb testing.TB, admin, reserve string) *auth.Tokens {
+	tb.Helper()
+	tk, err := auth.Parse(strings.NewReader("admin " + admin + "\nreserve " + reserve + "\n"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tk
 }
