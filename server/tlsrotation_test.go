@@ -145,9 +145,8 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 
 	// Load: raw HTTP reservations through every node in turn; any answer
 	// but 200 counts as a failure.
-	var targets atomic.Pointer[[]*testcluster.Node]
 	all := tc.Running()
-	targets.Store(&all)
+	targets := all // the nodes the load goes to; read and changed under inflightMu
 	var log testcluster.RangeLog
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
@@ -160,8 +159,7 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 	pick := func(i int) *testcluster.Node {
 		inflightMu.Lock()
 		defer inflightMu.Unlock()
-		ts := *targets.Load()
-		n := ts[i%len(ts)]
+		n := targets[i%len(targets)]
 		inflight[n.ID]++
 		return n
 	}
@@ -172,7 +170,7 @@ func TestRaftTLS_RotateNodeCertificatesAndCA_UnderLoad(t *testing.T) {
 	}
 	setTargets := func(ns []*testcluster.Node) {
 		inflightMu.Lock()
-		targets.Store(&ns)
+		targets = ns
 		inflightMu.Unlock()
 	}
 	stop := make(chan struct{})
