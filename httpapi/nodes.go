@@ -80,12 +80,19 @@ func (s *Service) memberStatus(ctx context.Context, addr, auth string) (*api.Clu
 	if err != nil {
 		return nil, "answer cut short: " + err.Error()
 	}
-	if resp.StatusCode != http.StatusOK {
+	return readMemberStatus(resp.StatusCode, body)
+}
+
+// readMemberStatus reads a member's answer to GET /v1/cluster: its status
+// on a 200 that decodes as one, otherwise nil and why, in words (the
+// problem's detail when it sent one). Exactly one of the two is set.
+func readMemberStatus(code int, body []byte) (*api.ClusterStatus, string) {
+	if code != http.StatusOK {
 		var p api.Problem
 		if json.Unmarshal(body, &p) == nil && p.Detail != "" {
-			return nil, fmt.Sprintf("answered %d: %s", resp.StatusCode, p.Detail)
+			return nil, fmt.Sprintf("answered %d: %s", code, p.Detail)
 		}
-		return nil, fmt.Sprintf("answered %d", resp.StatusCode)
+		return nil, fmt.Sprintf("answered %d", code)
 	}
 	var st api.ClusterStatus
 	if err := json.Unmarshal(body, &st); err != nil {
