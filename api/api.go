@@ -95,6 +95,26 @@ type CreateSequenceRequest struct {
 	Max   *int64 `json:"max,omitempty"`
 }
 
+// RaiseSequenceRequest is the body of POST /v1/sequences/{name}/raise.
+type RaiseSequenceRequest struct {
+	// AtLeast is the high-water mark the sequence must have afterwards:
+	// every ID handed out once the call has returned is above it. A mark
+	// already at or above it is left as it is; a raise never lowers one.
+	AtLeast int64 `json:"at_least"`
+}
+
+// RaiseSequenceResult answers POST /v1/sequences/{name}/raise.
+type RaiseSequenceResult struct {
+	// Raised is false when the high-water mark was already at or above
+	// at_least (nothing changed).
+	Raised bool `json:"raised"`
+	// Skipped is how many IDs the raise passed over: never handed out, and
+	// never to be (0 when nothing changed).
+	Skipped int64 `json:"skipped"`
+	// Sequence is the sequence after the raise.
+	Sequence Sequence `json:"sequence"`
+}
+
 // Sequence describes a sequence as GET /v1/sequences/{name} returns it.
 type Sequence struct {
 	Name string `json:"name"`

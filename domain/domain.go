@@ -28,6 +28,16 @@ type Sequence struct {
 	Remaining int64
 }
 
+// RaiseResult is the outcome of raising a sequence's high-water mark.
+type RaiseResult struct {
+	// Sequence is the sequence after the raise.
+	Sequence Sequence
+	// Raised is false when the mark was already at or above the value.
+	Raised bool
+	// Skipped is how many IDs the raise passed over.
+	Skipped int64
+}
+
 // SequenceSettings are what creating a sequence asks for.
 type SequenceSettings struct {
 	Name  string

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,24 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 	if info.Name != "SEQ" || info.Next == nil || *info.Next <= r2.Last {
 		t.Fatalf("ticketd sequences SEQ: %+v, want next above %d", info, r2.Last)
 	}
+	// raise: above the mark, then again (nothing changes), then a reserve
+	// lies above it.
+	target := *info.Next + 1_000_000
+	var raised api.RaiseSequenceResult
+	cliJSON(t, env, &raised, "raise", "SEQ", "--at-least", strconv.FormatInt(target, 10))
+	if !raised.Raised || raised.Sequence.Next == nil || *raised.Sequence.Next != target+1 {
+		t.Fatalf("ticketd raise SEQ --at-least %d: %+v", target, raised)
+	}
+	cliJSON(t, env, &raised, "raise", "SEQ", "--at-least", strconv.FormatInt(target, 10))
+	if raised.Raised || raised.Skipped != 0 {
+		t.Fatalf("the same raise again: %+v, want nothing changed", raised)
+	}
+	var r3 api.Range
+	cliJSON(t, env, &r3, "reserve", "SEQ", "2")
+	if r3.First <= target {
+		t.Fatalf("reserve after raising to %d: %+v", target, r3)
+	}
+
 	var list api.SequenceList
 	cliJSON(t, env, &list, "sequences")
 	if len(list.Sequences) != 1 || list.Sequences[0].Name != "SEQ" {
@@ -113,6 +132,10 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 		{[]string{"reserve", "SEQ", "0"}, []string{"count"}},
 		{[]string{"reserve", "NOPE", "5"}, []string{"not found"}},
 		{[]string{"reserve", "SEQ"}, []string{"usage"}},
+		{[]string{"raise", "SEQ"}, []string{"--at-least"}},
+		{[]string{"raise", "SEQ", "--at-least", "-3"}, []string{"--at-least"}},
+		{[]string{"raise", "NOPE", "--at-least", "5"}, []string{"not found"}},
+		{[]string{"raise", "SEQ", "--at-least", "9223372036854775807", "--addr", "http://127.0.0.1:1"}, []string{"127.0.0.1:1"}},
 	} {
 		out, errOut, code := runCLI(t, env, tc.args...)
 		if code == 0 {

@@ -143,13 +143,23 @@ func (f *FSM) CheckAudit() CheckReport {
 	lastBlock := map[string]AuditRecord{}
 	for _, r := range f.auditLog {
 		switch r.Kind {
+		case AuditRaise:
+			// The IDs a raise passed over were never handed out, but no
+			// later block may reach back into them either.
+			if r.First < 1 || r.Last < r.First {
+				rep.Violations = append(rep.Violations, Violation{"raise", fmt.Sprintf("%s: raise over %d..%d at index %d is malformed", r.Sequence, r.First, r.Last, r.Index)})
+			}
+			if prev, ok := lastBlock[r.Sequence]; ok && r.First <= prev.Last {
+				rep.Violations = append(rep.Violations, Violation{"raise", fmt.Sprintf("%s: raise over %d..%d at index %d does not lie above %s %d..%d at index %d", r.Sequence, r.First, r.Last, r.Index, prev.Kind, prev.First, prev.Last, prev.Index)})
+			}
+			lastBlock[r.Sequence] = r
 		case AuditBlock:
 			rep.Blocks++
 			if r.First < 1 || r.Last < r.First {
 				rep.Violations = append(rep.Violations, Violation{"block", fmt.Sprintf("%s: block %d..%d at index %d is malformed", r.Sequence, r.First, r.Last, r.Index)})
 			}
 			if prev, ok := lastBlock[r.Sequence]; ok && r.First <= prev.Last {
-				rep.Violations = append(rep.Violations, Violation{"block", fmt.Sprintf("%s: block %d..%d at index %d does not lie above block %d..%d at index %d", r.Sequence, r.First, r.Last, r.Index, prev.First, prev.Last, prev.Index)})
+				rep.Violations = append(rep.Violations, Violation{"block", fmt.Sprintf("%s: block %d..%d at index %d does not lie above %s %d..%d at index %d", r.Sequence, r.First, r.Last, r.Index, prev.Kind, prev.First, prev.Last, prev.Index)})
 			}
 			lastBlock[r.Sequence] = r
 		case AuditLease:

@@ -42,6 +42,7 @@ const (
 	// (group commit across sequences, batch.go); each is computed at apply
 	// exactly as a CommandReserveBlock entry's would be at that point.
 	CommandReserveBlocks CommandType = 11
+	// CommandRaiseSequence (12) is declared in raise.go.
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -74,6 +75,8 @@ func (t CommandType) String() string {
 		return "lease"
 	case CommandReserveBlocks:
 		return "reserve-blocks"
+	case CommandRaiseSequence:
+		return "raise-sequence"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }

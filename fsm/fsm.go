@@ -134,7 +134,7 @@ func New() *FSM {
 }
 
 // Apply applies one committed log entry and returns its result: a
-// CreateResult, a Block, nil, or one of the errors above. An entry that
+// CreateResult, a Block, a RaiseResult, nil, or one of the errors above. An entry that
 // cannot be decoded panics: the log is corrupt or was written by a newer
 // version, and applying anything after it would let this node diverge.
 func (f *FSM) Apply(l *raft.Log) any {
@@ -182,6 +182,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return f.applyLeaseOp(*c, l.Index, l.Term)
 	case *ReserveBlocks:
 		return f.applyReserveBlocks(*c, l.Index, l.Term)
+	case *RaiseSequence:
+		return f.applyRaise(*c, l.Index, l.Term)
 	}
 	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }
@@ -225,6 +227,8 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 		body = new(LeaseOp)
 	case CommandReserveBlocks:
 		body = new(ReserveBlocks)
+	case CommandRaiseSequence:
+		body = new(RaiseSequence)
 	default:
 		if ignoreUnknown {
 			return t, nil, nil

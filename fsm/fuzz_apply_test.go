@@ -178,7 +178,7 @@ func frameEntries(chunks ...[]byte) []byte {
 
 // macroMarker starts a chunk that is a template, not an entry. As an entry's
 // first byte it would be type 0x7f with IgnoreUnknownTypeFlag, a case that
-// 0x8c in the seeds covers as well.
+// 0x8d in the seeds covers as well.
 const macroMarker = 0xff
 
 // Templates: macro(kind, parameter bytes...).
@@ -436,7 +436,7 @@ func applyLogSeeds() []applyLogSeed {
 	}
 	raw := [][]byte{
 		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "raw", Start: 1, Max: 9}),
-		append([]byte{0x8c}, "{}"...), // an unknown type with the flag: skipped
+		append([]byte{0x8d}, "{}"...), // an unknown type with the flag: skipped
 		append([]byte{byte(fsm.CommandCreateSequence | fsm.IgnoreUnknownTypeFlag)}, `{"name":"f","start":1,"max":9}`...), // known: applied
 		append([]byte{byte(fsm.CommandReserveBlock)}, `{"name":"f","count":3,"min":1,"extra":true}`...),
 		append([]byte{byte(fsm.CommandLease)}, `{"op":"acquire","namespace":"users","holder":"h"}`...),

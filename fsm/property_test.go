@@ -137,10 +137,32 @@ func (g *gen) next() *raft.Log {
 			id = ""
 		}
 		l.Data = fsm.EncodeSetMember(fsm.SetMember{ID: id, RaftAddr: id + ":7000", HTTPAddr: fmt.Sprintf("%s:%d", id, r.IntN(100))})
-	case p < 94:
+	case p < 91:
 		l.Data = fsm.EncodeRemoveMember(fsm.RemoveMember{ID: fmt.Sprintf("n%d", r.IntN(6))})
+	case p < 94: // raise: below, at, just above or far above the mark, past max, invalid
+		at := int64(1)
+		if c, ok := g.created[name]; ok {
+			switch r.IntN(6) {
+			case 0:
+				at = c[0] + r.Int64N(max(1, min(c[1]-c[0], 100)))
+			case 1:
+				at = c[1]
+			case 2:
+				at = c[1] - r.Int64N(max(1, min(c[1]-c[0], 1000)))
+			case 3:
+				at = c[0] + (c[1]-c[0])/2
+			case 4:
+				at = -r.Int64N(2)
+			default:
+				at = c[1] + 1 - r.Int64N(2) // past max when it fits
+				if at < c[1] {
+					at = c[1]
+				}
+			}
+		}
+		l.Data = fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: at})
 	case p < 97: // a type this version does not know, marked ignorable
-		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(12+r.IntN(0x74)), '{', '}'} // 12..0x7f: not a known type
+		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(13+r.IntN(0x73)), '{', '}'} // 13..0x7f: not a known type
 	default: // entries raft may hand an FSM that are not commands
 		l.Type = []raft.LogType{raft.LogNoop, raft.LogBarrier, raft.LogConfiguration}[r.IntN(3)]
 		l.Data = []byte{0xff}
@@ -239,6 +261,41 @@ func checkResponse(t *testing.T, l *raft.Log, resp any, f *fsm.FSM, seqs map[str
 			}
 		default:
 			t.Fatalf("entry %d: create got %#v", l.Index, resp)
+		}
+	case fsm.CommandRaiseSequence:
+		var c fsm.RaiseSequence
+		mustUnmarshal(t, l.Data[1:], &c)
+		tr := seqs[c.Name]
+		switch r := resp.(type) {
+		case fsm.RaiseResult:
+			if tr == nil {
+				t.Fatalf("entry %d: raise of %q, never created, got %+v", l.Index, c.Name, r)
+			}
+			want := max(tr.issued, c.AtLeast)
+			if r.Sequence.Issued != want || r.Previous != tr.issued || r.Raised != (c.AtLeast > tr.issued) {
+				t.Fatalf("entry %d: raise %+v got %+v, tracked %+v", l.Index, c, r, tr)
+			}
+			tr.issued = want
+			tr.lastBlock = max(tr.lastBlock, want)
+		case error:
+			switch {
+			case errors.Is(r, fsm.ErrSequenceNotFound):
+				if tr != nil {
+					t.Fatalf("entry %d: raise of existing %q: %v", l.Index, c.Name, r)
+				}
+			case errors.Is(r, fsm.ErrSequenceExhausted):
+				if tr == nil || c.AtLeast <= tr.max {
+					t.Fatalf("entry %d: raise %+v refused as past max, tracked %+v", l.Index, c, tr)
+				}
+			case errors.Is(r, fsm.ErrInvalidCommand):
+				if c.AtLeast >= 1 {
+					t.Fatalf("entry %d: valid raise %+v refused: %v", l.Index, c, r)
+				}
+			default:
+				t.Fatalf("entry %d: raise got %v", l.Index, r)
+			}
+		default:
+			t.Fatalf("entry %d: raise got %#v", l.Index, resp)
 		}
 	case fsm.CommandReserveBlock:
 		var c fsm.ReserveBlock

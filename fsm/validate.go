@@ -71,7 +71,7 @@ func (st *snapshotState) validate() error {
 	}
 	var prev uint64
 	for _, r := range st.Audit {
-		if r.Kind != AuditBlock && r.Kind != AuditLease {
+		if r.Kind != AuditBlock && r.Kind != AuditLease && r.Kind != AuditRaise {
 			return fmt.Errorf("audit record %d has unknown kind %q", r.Seq, r.Kind)
 		}
 		if r.Seq <= prev || r.Seq > st.AuditSeq {

@@ -62,6 +62,7 @@ const (
 	leaseBody              // api.LeaseRequest
 	tokenBody              // api.LeaseTokenRequest
 	backupBody             // raw bytes (POST /v1/restore)
+	raiseBody              // {"at_least": int64}, required
 )
 
 // fuzzRoute is one route under fuzzing; "{1}" and "{2}" in path stand for the
@@ -90,6 +91,7 @@ const (
 	rGetNamespace
 	rListLeases
 	rListSequences
+	rRaiseSequence
 	numRoutes
 )
 
@@ -112,6 +114,7 @@ var fuzzRoutes = [numRoutes]fuzzRoute{
 	rGetNamespace:     {http.MethodGet, "/v1/namespaces/{1}", noBody},
 	rListLeases:       {http.MethodGet, "/v1/namespaces/{1}/leases", noBody},
 	rListSequences:    {http.MethodGet, "/v1/sequences", noBody},
+	rRaiseSequence:    {http.MethodPost, "/v1/sequences/{1}/raise", raiseBody},
 }
 
 // pathSegment keeps a fuzzed segment one segment of one request line: no
@@ -271,6 +274,7 @@ var bodyFields = map[bodyKind][]fieldSpec{
 		{"tick_ms", kInt64}, {"max_workers", kInt64}, {"lease_ttl_ms", kInt64}, {"recycle_delay_ms", kInt64}},
 	leaseBody: {{"holder", kString}, {"request_id", kString}, {"client_time_ms", kInt64}},
 	tokenBody: {{"token", kUint64}, {"client_time_ms", kInt64}},
+	raiseBody: {{"at_least", kInt64}},
 }
 
 // jsonValue is one field of a modelled body: absent (or null), a number or
@@ -537,6 +541,14 @@ var fuzzSeeds = []fuzzSeed{
 	{rListSequences, "", "", "limit=0", ""},
 	{rListSequences, "", "", "limit=5001", ""},
 	{rListSequences, "", "", "after=a%2Fb", ""},
+	{rRaiseSequence, "orders", "", "", `{"at_least":1000}`},
+	{rRaiseSequence, "orders", "", "", `{"at_least":9223372036854775807}`},
+	{rRaiseSequence, "orders", "", "", `{"at_least":0}`},
+	{rRaiseSequence, "orders", "", "", `{"at_least":-1}`},
+	{rRaiseSequence, "orders", "", "", `{"AT_LEAST":5}`},
+	{rRaiseSequence, "orders", "", "", `{}`},
+	{rRaiseSequence, "orders", "", "", ``},
+	{rRaiseSequence, "orders", "", "", `{"at_least":5,"count":1}`},
 }
 
 // ---------------------------------------------------------------------------
@@ -589,6 +601,17 @@ func (s *recStore) CreateSequence(_ context.Context, c domain.SequenceSettings) 
 	s.expect(validSequenceName(c.Name), "CreateSequence with invalid name %q", c.Name)
 	s.expect(c.Start >= 1 && c.Max >= c.Start, "CreateSequence with bounds %d..%d", c.Start, c.Max)
 	return domain.Sequence{Name: c.Name, Start: c.Start, Max: c.Max, Next: c.Start, Remaining: c.Max - c.Start + 1}, true, s.fault
+}
+
+func (s *recStore) RaiseSequence(_ context.Context, name string, atLeast int64) (domain.RaiseResult, error) {
+	s.record(fmt.Sprintf("RaiseSequence(%q,%d)", name, atLeast))
+	s.expect(validSequenceName(name), "RaiseSequence with invalid name %q", name)
+	s.expect(atLeast >= 1, "RaiseSequence with at_least %d", atLeast)
+	seq := domain.Sequence{Name: name, Start: 1, Max: api.DefaultMax, Next: atLeast + 1, Remaining: api.DefaultMax - atLeast}
+	if atLeast == api.DefaultMax {
+		seq.Exhausted, seq.Next = true, 0
+	}
+	return domain.RaiseResult{Sequence: seq, Raised: true, Skipped: atLeast}, s.fault
 }
 
 func (s *recStore) Sequence(_ context.Context, name string) (domain.Sequence, error) {
@@ -775,6 +798,12 @@ func expectFor(r request) expectation {
 			return no
 		}
 		return expectation{call: true, args: fmt.Sprintf("CreateSequence(%q,%d,%d)", r.p1, start, max)}
+	case rRaiseSequence:
+		a := body["at_least"]
+		if !validSequenceName(r.p1) || !bodyOK || !a.set || a.i < 1 {
+			return no
+		}
+		return expectation{call: true, args: fmt.Sprintf("RaiseSequence(%q,%d)", r.p1, a.i)}
 	case rReserve:
 		c := body["count"]
 		if !validSequenceName(r.p1) || !bodyOK || !c.set || c.i < 1 || c.i > api.MaxReserveCount {
@@ -1053,6 +1082,7 @@ func newNodeHarness(tb testing.TB) *nodeHarness {
 	h := &nodeHarness{n: n, ranges: map[string][]api.Range{}, bounds: map[string][2]int64{}}
 	for _, c := range []struct{ name, body string }{
 		{"fz-def", ""}, {"fz-ten", `{"start":1,"max":10}`}, {"fz-top", `{"start":9223372036854775800}`}, {"fz-big", `{"start":1000000,"max":1000000000000}`},
+		{"fz-raise", ""},
 	} {
 		r := n.MustCall(tb, http.MethodPut, "/v1/sequences/"+c.name, c.body)
 		expectJSON(tb, "create "+c.name, r, http.StatusCreated)
@@ -1210,6 +1240,12 @@ func FuzzAPINode(f *testing.F) {
 			}
 		case rUpdateMember, rRemoveMember:
 			seg1 = "fz-" + seg1
+		case rRaiseSequence:
+			// A sequence of its own: a raise may use up the sequence it
+			// names, and the probes need theirs.
+			if d, err := url.PathUnescape(pathSegment(seg1)); err == nil {
+				seg1 = mapName(pathSegment(seg1), d, []string{"fz-raise"})
+			}
 		}
 		rewritten := false
 		if rt == rJoin {
@@ -1306,6 +1342,7 @@ var nodeStatuses = [numRoutes][]int{
 	rGetNamespace:     {200, 404},
 	rListLeases:       {200, 404},
 	rListSequences:    {200, 400},
+	rRaiseSequence:    {200, 400, 409},
 }
 
 func (h *nodeHarness) check(t *testing.T, what string, r request, res testkit.Response, p api.Problem, rewritten bool) {
@@ -1339,6 +1376,13 @@ func (h *nodeHarness) check(t *testing.T, what string, r request, res testkit.Re
 	switch r.route {
 	case rCreateSequence, rGetSequence:
 		h.noteSequence(res.Body)
+	case rRaiseSequence:
+		fields, _ := modelBody(raiseBody, r.body, false)
+		var rr api.RaiseSequenceResult
+		testkit.DecodeStrict(t, res.Body, &rr)
+		if rr.Sequence.Name != r.p1 || (rr.Sequence.Next != nil && *rr.Sequence.Next <= fields["at_least"].i) {
+			t.Fatalf("%s: answered %+v; want %q with its next ID above %d", what, rr, r.p1, fields["at_least"].i)
+		}
 	case rReserve:
 		fields, ok := modelBody(reserveBody, r.body, false)
 		count := fields["count"].i

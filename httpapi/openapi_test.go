@@ -712,6 +712,22 @@ func TestOpenAPI_RealAnswersFitTheSpec(t *testing.T) {
 			t.Errorf("range near 2^63-1: %+v", near)
 		}
 		both(specExchange{token: R, method: "POST", path: "/v1/sequences/tiny/ranges", body: []byte(`{"count":1}`), status: 409})
+		// Raise: through both nodes, a no-op, and its problems.
+		var raised api.RaiseSequenceResult
+		onF(specExchange{token: A, method: "POST", path: "/v1/sequences/orders/raise", body: []byte(`{"at_least":5000}`), status: 200}).decode(t, &raised)
+		if !raised.Raised || raised.Sequence.Next == nil || *raised.Sequence.Next != 5001 {
+			t.Errorf("raise to 5000: %+v", raised)
+		}
+		onL(specExchange{token: A, method: "POST", path: "/v1/sequences/orders/raise", body: []byte(`{"at_least":4000}`), status: 200}).decode(t, &raised)
+		if raised.Raised || raised.Skipped != 0 {
+			t.Errorf("raise to 4000 below the mark: %+v", raised)
+		}
+		for _, bad := range []string{`{"at_least":0}`, `{}`, `{"at_least":"5"}`, `{"at_least":5,"count":1}`} {
+			onF(specExchange{token: A, method: "POST", path: "/v1/sequences/orders/raise", body: []byte(bad), status: 400, reqErr: badBody})
+		}
+		onL(specExchange{token: A, method: "POST", path: "/v1/sequences/nope/raise", body: []byte(`{"at_least":5}`), status: 404})
+		onF(specExchange{token: A, method: "POST", path: "/v1/sequences/tiny/raise", body: []byte(`{"at_least":4}`), status: 409})
+		onF(specExchange{token: A, method: "POST", path: "/v1/sequences/orders/raise", body: specPadded(`{"at_least":1}`), status: 413})
 		// An exhausted sequence's next is null: the type array.
 		var tiny map[string]any
 		f, _ = both(specExchange{token: R, method: "GET", path: "/v1/sequences/tiny", status: 200})
@@ -897,7 +913,7 @@ func TestOpenAPI_RealAnswersFitTheSpec(t *testing.T) {
 	// thing the description may refuse it for is its security.
 	{
 		samples := map[string]string{
-			"createSequence": `{}`, "reserveRange": `{"count":1}`, "createNamespace": `{}`,
+			"createSequence": `{}`, "reserveRange": `{"count":1}`, "createNamespace": `{}`, "raiseSequence": `{"at_least":1}`,
 			"acquireLease": `{"holder":"h"}`, "renewLease": `{"token":1}`, "releaseLease": `{"token":1}`,
 			"joinMember":   `{"id":"n9","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2"}`,
 			"updateMember": `{"id":"n1","raft_addr":"127.0.0.1:1","http_addr":"127.0.0.1:2"}`,

@@ -48,6 +48,10 @@ type Store interface {
 	// CreateSequence creates a sequence, or finds it with the same
 	// settings (created false).
 	CreateSequence(ctx context.Context, s domain.SequenceSettings) (seq domain.Sequence, created bool, err error)
+	// RaiseSequence lifts a sequence's high-water mark to at least
+	// atLeast: once it returns, nothing this cluster hands out is atLeast
+	// or below. It never lowers a mark.
+	RaiseSequence(ctx context.Context, name string, atLeast int64) (domain.RaiseResult, error)
 	// Sequence and Sequences are linearizable reads on the leader.
 	Sequence(ctx context.Context, name string) (domain.Sequence, error)
 	// Sequences returns up to limit (at least 1) sequences whose names are
@@ -209,6 +213,7 @@ func New(cfg Config) *Service {
 	v1.GET("/sequences", s.listSequences, limit, reserve, lead)
 	v1.GET("/sequences/:name", s.getSequence, limit, reserve, lead)
 	v1.POST("/sequences/:name/ranges", s.reserve, limit, reserve, s.forwardReserve)
+	v1.POST("/sequences/:name/raise", s.raiseSequence, limit, admin, lead)
 	v1.POST("/cluster/members", s.join, limit, admin, lead)
 	v1.PUT("/cluster/members/:id", s.updateMember, limit, admin, lead)
 	v1.DELETE("/cluster/members/:id", s.remove, limit, admin, lead)
@@ -511,6 +516,29 @@ func (s *Service) createSequence(c echo.Context) error {
 		status = http.StatusCreated
 	}
 	return c.JSON(status, sequenceView(seq))
+}
+
+// raiseSequence lifts a sequence's high-water mark (issue #16): the tool for
+// moving to ticketd from another generator while both still write.
+func (s *Service) raiseSequence(c echo.Context) error {
+	name := c.Param("name")
+	if err := api.ValidateSequenceName(name); err != nil {
+		return badRequest(err.Error())
+	}
+	var req api.RaiseSequenceRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.AtLeast < 1 {
+		return badRequest(fmt.Sprintf("at_least is required and must be at least 1, got %d", req.AtLeast))
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	res, err := s.store.RaiseSequence(ctx, name, req.AtLeast)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, api.RaiseSequenceResult{Raised: res.Raised, Skipped: res.Skipped, Sequence: sequenceView(res.Sequence)})
 }
 
 func (s *Service) getSequence(c echo.Context) error {

@@ -321,6 +321,40 @@ func (is *Issuer) Reserve(ctx context.Context, name string, count int64) (Range,
 	return Range{First: first, Last: first + count - 1}, nil
 }
 
+// Raise makes this leader serve nothing at or below atLeast from the blocks
+// it holds for the named sequence, now or once a block in flight arrives.
+// Call it once a raise entry to atLeast has applied: blocks proposed after
+// that lie above it, but the state machine counts the blocks it granted
+// before, so a raise into one of them moves no mark and the IDs below
+// atLeast that this leader still holds must be cut here.
+func (is *Issuer) Raise(name string, atLeast int64) {
+	is.mu.RLock()
+	s, ok := is.seqs[name]
+	is.mu.RUnlock()
+	if !ok {
+		// Not cached: its next block is proposed after the raise applied.
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.floor = max(s.floor, atLeast)
+	s.cutToFloor()
+}
+
+// cutToFloor drops the held IDs at or below the floor; s.mu is held.
+func (s *sequence) cutToFloor() {
+	if s.avail == 0 || s.next > s.floor {
+		return
+	}
+	cut := min(s.floor-s.next+1, s.avail)
+	s.avail -= cut
+	if s.avail > 0 {
+		s.next += cut
+	} else {
+		s.next = 0
+	}
+}
+
 // sequence is the leader's in-memory state for one sequence in one term.
 type sequence struct {
 	is      *Issuer
@@ -334,6 +368,7 @@ type sequence struct {
 	used    bool  // a request came since the last eviction sweep
 	next    int64 // first unused ID, meaningful when avail > 0
 	avail   int64 // unused IDs from next on, all committed to this leader
+	floor   int64 // the highest raise seen: IDs at or below it are never served
 	pending *proposal
 
 	// Rate and request-size estimates, for block sizing only.
@@ -506,6 +541,7 @@ func (s *sequence) granted(p *proposal, b fsm.Block, err error) {
 			// too small for the waiting request: it becomes a gap.
 			s.next, s.avail = b.First, b.Len()
 		}
+		s.cutToFloor() // a block granted before a raise that came since
 	}
 	if s.pending == p {
 		s.pending = nil

@@ -54,6 +54,25 @@ func TestCluster_ClientCallsAndErrors_RealServer(t *testing.T) {
 	if _, err := c.Reserve(ctx, "nope", 1); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("Reserve(nope) = %v, want ErrNotFound", err)
 	}
+	// RaiseSequence: above the mark, then a no-op, past max refused.
+	if _, _, err := c.CreateSequence(ctx, "legacy", client.SequenceSettings{Max: 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.RaiseSequence(ctx, "legacy", 1_000_000); err != nil || !res.Raised || res.Skipped != 1_000_000 || *res.Sequence.Next != 1_000_001 {
+		t.Fatalf("RaiseSequence(legacy, 1000000) = %+v, %v", res, err)
+	}
+	if res, err := c.RaiseSequence(ctx, "legacy", 999); err != nil || res.Raised || res.Skipped != 0 {
+		t.Fatalf("RaiseSequence below the mark = %+v, %v; want nothing changed", res, err)
+	}
+	if r, err := c.Reserve(ctx, "legacy", 5); err != nil || r.First <= 1_000_000 {
+		t.Fatalf("Reserve after the raise = %+v, %v", r, err)
+	}
+	if _, err := c.RaiseSequence(ctx, "legacy", 1<<40+1); !errors.Is(err, client.ErrExhausted) {
+		t.Fatalf("RaiseSequence past max = %v, want ErrExhausted", err)
+	}
+	if _, err := c.RaiseSequence(ctx, "nope", 5); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("RaiseSequence(nope) = %v, want ErrNotFound", err)
+	}
 	var apiErr *client.APIError
 	if _, err := c.SequenceInfo(ctx, "nope"); !errors.As(err, &apiErr) || apiErr.Problem.Type != api.ProblemNotFound {
 		t.Fatalf("SequenceInfo(nope) = %v, want the server's not-found problem", err)
@@ -62,7 +81,7 @@ func TestCluster_ClientCallsAndErrors_RealServer(t *testing.T) {
 	if err != nil || info.Start != 10 || info.Max != 109 {
 		t.Fatalf("SequenceInfo = %+v, %v", info, err)
 	}
-	if list, err := c.Sequences(ctx); err != nil || len(list) != 1 {
+	if list, err := c.Sequences(ctx); err != nil || len(list) != 2 || list[0].Name != "legacy" || list[1].Name != "small" {
 		t.Fatalf("Sequences = %+v, %v", list, err)
 	}
 	st, err := c.Cluster(ctx)

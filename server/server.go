@@ -428,6 +428,26 @@ func (st store) CreateSequence(ctx context.Context, c domain.SequenceSettings) (
 	return sequenceOf(res.Sequence), res.Created, nil
 }
 
+// RaiseSequence applies a raise, then makes this node's issuer cut whatever
+// it holds at or below atLeast: the state machine's mark counts the blocks
+// already granted to this leader, so a raise to a value inside such a block
+// changes no mark, yet the IDs below the value that the block still holds
+// must not be served after the raise has returned. The entry committed in
+// this node's term, so only this node's issuer can hold such IDs; any later
+// leader takes its blocks from above the raised mark.
+func (st store) RaiseSequence(ctx context.Context, name string, atLeast int64) (domain.RaiseResult, error) {
+	resp, err := st.s.node.Apply(ctx, fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: atLeast, Stamp: st.s.node.Stamp()}))
+	if err != nil {
+		return domain.RaiseResult{}, kindOf(err)
+	}
+	res, ok := resp.(fsm.RaiseResult)
+	if !ok {
+		return domain.RaiseResult{}, fmt.Errorf("raise sequence: unexpected FSM response %T", resp)
+	}
+	st.s.issuer.Raise(name, atLeast)
+	return domain.RaiseResult{Sequence: sequenceOf(res.Sequence), Raised: res.Raised, Skipped: res.Skipped()}, nil
+}
+
 // verifyRead makes a read of the leader's FSM linearizable: the node has
 // applied everything committed before its term (the Barrier before serving)
 // and a quorum confirms it still leads in that term.

@@ -51,6 +51,9 @@ usage:
   ticketd create    SEQ [--start S] [--max M]   create a sequence
   ticketd reserve   SEQ N                        reserve N consecutive IDs
   ticketd sequences [SEQ]                        show one or every sequence
+  ticketd raise     SEQ --at-least X             lift a sequence's high-water mark to at least X (never lowers)
+  ticketd migrate   --sequence SEQ --from SOURCE  create or raise a sequence above a legacy generator's highest ID
+  ticketd plan      --rate R --generators G --years Y   propose Snowflake bit layouts that fit
   ticketd status                                 show the cluster as a node sees it, and capacity left
   ticketd join      --id ID --raft-addr A --http-addr H   add a node
   ticketd remove    ID                           remove a node
@@ -103,6 +106,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = namespacesCmd(args[1:], stdout, stderr)
 	case "restore":
 		err = restoreCmd(args[1:], stdout, stderr)
+	case "raise":
+		err = raiseCmd(args[1:], stdout, stderr)
+	case "migrate":
+		err = migrateCmd(args[1:], stdout, stderr)
+	case "plan":
+		err = planCmd(args[1:], stdout, stderr)
 	case "tls":
 		err = tlsCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
