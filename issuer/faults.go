@@ -25,6 +25,10 @@ type Faults struct {
 	// KeepBlocks keeps the blocks of an ended leadership and serves them
 	// again if the node leads again.
 	KeepBlocks bool
+	// RaiseNoCut leaves the blocks a leader holds as they are when a
+	// raise applies: the state machine's mark moves, but the leader goes
+	// on serving the IDs below the raised value that it still holds.
+	RaiseNoCut bool
 }
 
 type faultConfig struct {
@@ -35,6 +39,7 @@ type faultConfig struct {
 func (c faultConfig) keepBlocks() bool       { return c.Unsafe.KeepBlocks }
 func (c faultConfig) skipVerify() bool       { return c.Unsafe.SkipVerify }
 func (c faultConfig) serveUncommitted() bool { return c.Unsafe.ServeUncommitted }
+func (c faultConfig) raiseNoCut() bool       { return c.Unsafe.RaiseNoCut }
 
 type faultState struct {
 	proposedMark int64 // the leader's own mark, for ServeUncommitted

@@ -331,7 +331,7 @@ func (is *Issuer) Raise(name string, atLeast int64) {
 	is.mu.RLock()
 	s, ok := is.seqs[name]
 	is.mu.RUnlock()
-	if !ok {
+	if !ok || is.cfg.raiseNoCut() {
 		// Not cached: its next block is proposed after the raise applied.
 		return
 	}

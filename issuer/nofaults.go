@@ -10,6 +10,7 @@ type faultConfig struct{}
 func (faultConfig) keepBlocks() bool       { return false }
 func (faultConfig) skipVerify() bool       { return false }
 func (faultConfig) serveUncommitted() bool { return false }
+func (faultConfig) raiseNoCut() bool       { return false }
 
 type faultState struct{}
 

@@ -106,7 +106,7 @@ func TestVerdict(t *testing.T) {
 	valid := runResults{}
 	valid.Valid, valid.Lost.Checked = true, true
 	valid.WellFormed.Valid, valid.Uniqueness.Valid, valid.Linearizable.Valid, valid.Reads.Valid = true, true, true, true
-	valid.Leases.Valid, valid.Snowflake.Valid, valid.Migration.Valid = true, true, true
+	valid.Leases.Valid, valid.Snowflake.Valid, valid.Migration.Valid, valid.Raises.Valid = true, true, true, true
 	if v := verdict(&valid); v != exitValid {
 		t.Fatalf("valid → %d", v)
 	}
@@ -114,6 +114,7 @@ func TestVerdict(t *testing.T) {
 		"lease":     func(r *runResults) { r.Leases.Valid = false },
 		"snowflake": func(r *runResults) { r.Snowflake.Valid = false },
 		"migration": func(r *runResults) { r.Migration.Valid = false },
+		"raise":     func(r *runResults) { r.Raises.Valid = false },
 	} {
 		b := valid
 		b.Valid = false

@@ -170,7 +170,7 @@ func execute(ctx context.Context, cfg *config) int {
 		Seed: cfg.Seed, TimeLimit: cfg.TimeLimit.String(), Schedule: cfg.Schedule, Nemeses: kinds, Skipped: nem.skipped,
 		Faults: cfg.Faults, FaultsBuild: cfg.faultsBuild(), Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
 		ManySequences: len(w.many),
-		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers,
+		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers, "raise": cfg.RaiseWorkers,
 			"sdk": cfg.SDKWorkers, "many": cfg.ManyWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers},
 	}
 
@@ -179,8 +179,8 @@ func execute(ctx context.Context, cfg *config) int {
 	// harness is interrupted.
 	runCtx, cancelRun := context.WithTimeout(ctx, cfg.TimeLimit)
 	defer cancelRun()
-	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
-		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
+	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d raise, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
+		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.RaiseWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
 	w.start(runCtx, cfg.Seed)
 	for _, n := range []string{w.sdkNote, w.sfNote, clockNote} {
 		if n != "" {
@@ -332,7 +332,7 @@ func execute(ctx context.Context, cfg *config) int {
 // be made, is inconclusive.
 func verdict(r *runResults) int {
 	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
-		!r.Reads.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
+		!r.Reads.Valid || !r.Raises.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
 		!r.Leases.Valid || !r.Snowflake.Valid || !r.Migration.Valid
 	switch {
 	case broken:

@@ -53,6 +53,10 @@ type workload struct {
 	smallMu  sync.Mutex
 	limiter  *limiter
 
+	// high is the highest acknowledged ID of each main sequence, where
+	// the raise worker aims (raises.go).
+	high highWater
+
 	// many is the many-sequences workload's sequences (many.go).
 	many []manySequence
 
@@ -164,6 +168,9 @@ func (w *workload) start(ctx context.Context, seed uint64) {
 				return false
 			}, rnd)
 		})
+	}
+	for i := 0; i < w.cfg.RaiseWorkers; i++ {
+		spawn(w.raiseWorker)
 	}
 	for i := 0; i < w.cfg.ManyWorkers; i++ {
 		spawn(func(worker int, rnd *rand.Rand) {
@@ -399,6 +406,9 @@ func (w *workload) reserveOp(cl *Cluster, n *Node, op checker.Op) checker.Op {
 			o.Outcome, o.Status, o.Malformed = checker.OK, r.status, "undecodable: "+string(r.body)
 		} else {
 			o.Outcome, o.Status, o.First, o.Last = checker.OK, r.status, rg.First, rg.Last
+			if cl == w.c && o.Workload == "" {
+				w.high.note(seq, rg.Last)
+			}
 			switch {
 			case rg.Sequence != seq:
 				o.Malformed = fmt.Sprintf("range of sequence %q", rg.Sequence)

@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all eight
+#   scripts/jepsen-faults.sh                       # all nine
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -12,7 +12,7 @@ set -euo pipefail
 source "$(dirname "$0")/jepsen-lib.sh"
 jepsen_require_root
 faults=("$@")
-(( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks skip-barrier
+(( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks raise-no-cut skip-barrier
   restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
@@ -38,6 +38,11 @@ for f in "${faults[@]}"; do
     # Blocks kept across leaderships: leadership moves away and back to the
     # same process, which serves IDs below what its successor handed out.
     keep-blocks) prof=(--nemesis leader-bounce --fault-min 2s --fault-max 3s) ;;
+    # A raise moves the state machine's mark but the leader keeps the IDs
+    # it holds below the raised value and serves them after the raise has
+    # returned. Raises aimed a little above the highest acknowledged ID
+    # land in the leader's block; no nemesis is needed.
+    raise-no-cut) prof=(--nemesis none --raise-workers 2) ;;
     # No Barrier after an election: blocks are still granted in log order,
     # so no range is duplicated; what breaks is a read right after a
     # failover, served before the new leader applied its predecessor's last

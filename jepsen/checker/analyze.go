@@ -28,6 +28,7 @@ type Results struct {
 	Lost             LostResult                `json:"lost"`
 	Linearizable     RealTimeResult            `json:"linearizable_sorted"`
 	Reads            ReadResult                `json:"reads"`
+	Raises           RaiseResult               `json:"raises"`
 	Porcupine        *PorcupineResult          `json:"porcupine,omitempty"`
 	Leases           LeaseResult               `json:"leases"`
 	Snowflake        SnowflakeResult           `json:"snowflake"`
@@ -56,6 +57,7 @@ func Analyze(h *History, opt Options) Results {
 	r.Lost = CheckLost(h.Ops)
 	r.Linearizable = CheckRealTime(h.Ops)
 	r.Reads = CheckReads(h.Ops)
+	r.Raises = CheckRaises(h.Ops)
 	r.Leases = CheckLeases(h.Ops)
 	r.Snowflake = CheckSnowflake(h.Ops)
 	r.Migration = CheckMigration(h.Ops)
@@ -95,6 +97,10 @@ func Analyze(h *History, opt Options) Results {
 	if !r.Reads.Valid {
 		reasons = append(reasons, fmt.Sprintf("reads: %d stale and %d non-monotonic reads of next", r.Reads.Stale, r.Reads.NonMonotonic))
 		seen = append(seen, r.Reads.FirstSeenMs)
+	}
+	if !r.Raises.Valid {
+		reasons = append(reasons, fmt.Sprintf("raises: %d ranges or reads at or below a raise acknowledged before they were invoked", r.Raises.Below))
+		seen = append(seen, r.Raises.FirstSeenMs)
 	}
 	if r.Porcupine != nil && !r.Porcupine.Valid {
 		reasons = append(reasons, fmt.Sprintf("porcupine: %d of %d windows not linearizable", r.Porcupine.Illegal, r.Porcupine.Windows))
@@ -136,6 +142,9 @@ func QuickCheck(ops []Op) string {
 	}
 	if r := CheckRealTime(ops); !r.Valid {
 		return fmt.Sprintf("not linearizable: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)
+	}
+	if r := CheckRaises(ops); !r.Valid {
+		return fmt.Sprintf("below a raise: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)
 	}
 	if r := CheckReads(ops); !r.Valid {
 		return fmt.Sprintf("stale read: %s (seq %s)", r.Examples[0].Detail, r.Examples[0].Seq)

@@ -26,6 +26,9 @@ const (
 	FNext = "next"
 	// FRead is GET /v1/sequences/{name}: a linearizable read of "next".
 	FRead = "read"
+	// FRaise is POST /v1/sequences/{name}/raise: Count holds at_least,
+	// Next the answer's next (Exhausted when it is null).
+	FRaise = "raise"
 	// FSnowflake is a burst of SDK Snowflake.Next calls of one generator
 	// (Session) under one worker id: IDs holds what they returned, in
 	// order; LeaseWorker the worker id decoded from them; Token the

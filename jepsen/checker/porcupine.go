@@ -79,6 +79,20 @@ func hwmModel(init hwm) porcupine.Model {
 			s := state.(hwm)
 			in := input.(pInput)
 			out := output.(pOutput)
+			if in.F == FRaise {
+				// Every range after it starts above at_least; its answer
+				// is a read of next taken after it applied.
+				s.Ack = max(s.Ack, in.Count)
+				switch {
+				case out.Exhausted:
+					s.Exhausted = true
+					return true, s
+				case s.Exhausted, out.Next <= s.Ack, out.Next < s.Floor:
+					return false, s
+				}
+				s.Floor = out.Next
+				return true, s
+			}
 			if in.F == FRead {
 				switch {
 				case out.Exhausted:
@@ -100,6 +114,12 @@ func hwmModel(init hwm) porcupine.Model {
 		DescribeOperation: func(input, output interface{}) string {
 			in := input.(pInput)
 			out := output.(pOutput)
+			if in.F == FRaise {
+				if out.Exhausted {
+					return fmt.Sprintf("raise(%d) → next=null", in.Count)
+				}
+				return fmt.Sprintf("raise(%d) → next=%d", in.Count, out.Next)
+			}
 			if in.F == FRead {
 				if out.Exhausted {
 					return "read → next=null"
@@ -142,7 +162,7 @@ func CheckPorcupine(ops []Op, opt PorcupineOptions) PorcupineResult {
 	per := map[string][]*Op{}
 	for i := range ops {
 		o := &ops[i]
-		if (o.IsRange() && o.F == FReserve) || o.IsRead() {
+		if (o.IsRange() && o.F == FReserve) || o.IsRead() || o.IsRaise() {
 			per[o.Seq] = append(per[o.Seq], o)
 		}
 	}
@@ -164,10 +184,13 @@ func CheckPorcupine(ops []Op, opt PorcupineOptions) PorcupineResult {
 			t1 := win[0].Invoke
 			for ; ci < len(byComplete) && byComplete[ci].Complete < t1; ci++ {
 				o := byComplete[ci]
+				if o.F == FRaise {
+					init.Ack = max(init.Ack, o.Count)
+				}
 				switch {
-				case o.F == FRead && o.Exhausted:
+				case (o.F == FRead || o.F == FRaise) && o.Exhausted:
 					init.Exhausted = true
-				case o.F == FRead:
+				case o.F == FRead || o.F == FRaise:
 					init.Floor = max(init.Floor, o.Next)
 				default:
 					init.Ack = max(init.Ack, o.Last)

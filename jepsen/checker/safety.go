@@ -93,6 +93,10 @@ func CheckWellFormed(ops []Op) WellFormedResult {
 				if !o.Exhausted && o.Next < 1 {
 					why = fmt.Sprintf("read next = %d", o.Next)
 				}
+			case FRaise:
+				if !o.Exhausted && o.Next <= o.Count {
+					why = fmt.Sprintf("raise to %d answered next = %d", o.Count, o.Next)
+				}
 			}
 		}
 		if why != "" {
