@@ -56,6 +56,11 @@ scripts/openapi-check.sh --no-tests
 # path; naming it in TICKETD_CHROMIUM makes the test fail rather than skip.
 TICKETD_CHROMIUM=${TICKETD_CHROMIUM:-$(scripts/browser-deps.sh)}
 export TICKETD_CHROMIUM
+# The migrate tests (issue #16) start real PostgreSQL and MariaDB servers of
+# their own: scripts/migrate-deps.sh installs Debian's when missing, and
+# TICKETD_REQUIRE_DBS makes the tests fail rather than skip without them.
+scripts/migrate-deps.sh
+export TICKETD_REQUIRE_DBS=1
 # -p 1: packages that start clusters must not run side by side on a small machine.
 go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # Real Redis clients of two more languages (redis-cli, Python's redis; Go's
