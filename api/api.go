@@ -264,7 +264,40 @@ type NamespaceRequest struct {
 	MaxWorkers     *int64 `json:"max_workers,omitempty"`
 	LeaseTTLMs     *int64 `json:"lease_ttl_ms,omitempty"`
 	RecycleDelayMs *int64 `json:"recycle_delay_ms,omitempty"`
+	// Preset names a layout whose fields the request need not give
+	// (issue #16): PresetInstagram. A bit field, tick_ms or worker_role
+	// given as well must agree with it, or the request is 400.
+	Preset string `json:"preset,omitempty"`
+	// WorkerRole is WorkerRoleWorker (the default: any free worker id is
+	// leased) or WorkerRoleShard (the worker field is a logical shard: a
+	// lease must choose its shard, LeaseRequest.WorkerID).
+	WorkerRole string `json:"worker_role,omitempty"`
+	// HorizonYears is how long the namespace is meant to last (default
+	// DefaultHorizonYears, at most 10,000): creating a namespace whose
+	// timestamp bits run out sooner succeeds with a warning.
+	HorizonYears *int64 `json:"horizon_years,omitempty"`
 }
+
+// Layout presets and worker roles of namespaces (issue #16).
+const (
+	// PresetInstagram is Instagram's shard-embedding layout as it fits a
+	// positive int64: 13 bits of logical shard (MaxWorkers 8,192 shards)
+	// and 10 of per-shard sequence (1,024 IDs per ms per shard) below the
+	// milliseconds, which get 40 bits (34.8 years from the epoch; Instagram's
+	// 41 would make IDs negative after 2^40 ms), tick 1 ms, worker role
+	// shard, epoch InstagramEpochMs unless given.
+	PresetInstagram = "instagram"
+	// InstagramEpochMs is the preset's default epoch, 2026-01-01 UTC:
+	// its 40 bits of milliseconds last until November 2060.
+	InstagramEpochMs int64 = 1767225600000
+
+	WorkerRoleWorker = "worker"
+	WorkerRoleShard  = "shard"
+
+	// DefaultHorizonYears is the horizon of a namespace that names none:
+	// creating one whose timestamp bits run out within 30 years warns.
+	DefaultHorizonYears int64 = 30
+)
 
 // Namespace defaults: Twitter's layout (41 bits of milliseconds, 10 of
 // worker, 12 of sequence) from 2020-01-01, 30 s leases resting 60 s.
@@ -293,6 +326,19 @@ type Namespace struct {
 	// YearsLeft how far that is from the cluster's clock.
 	EndMs     int64   `json:"end_ms"`
 	YearsLeft float64 `json:"years_left"`
+	// WorkerRole is WorkerRoleWorker or WorkerRoleShard; HorizonYears how
+	// long the namespace is meant to last (issue #16; absent from older
+	// servers' answers).
+	WorkerRole   string `json:"worker_role,omitempty"`
+	HorizonYears int64  `json:"horizon_years,omitempty"`
+}
+
+// NamespaceCreated is the body of the answer to PUT /v1/namespaces/{name}:
+// the namespace and, when the cluster found something wrong with a layout
+// it accepted (its timestamp bits run out within its horizon), warnings.
+type NamespaceCreated struct {
+	Namespace
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // NamespaceList is the body of GET /v1/namespaces.
@@ -315,6 +361,10 @@ type LeaseRequest struct {
 	// never overlap in time whatever their clocks read. Optional; without
 	// it the cluster can only bound the holder by the leader's stamp.
 	ClientTimeMs int64 `json:"client_time_ms,omitempty"`
+	// WorkerID, if given, asks for this worker id (a shard's, in a
+	// namespace of worker role shard, where it is required) and no other:
+	// granted only if it is free, else 409 ProblemWorkerUnavailable.
+	WorkerID *int64 `json:"worker_id,omitempty"`
 }
 
 // LeaseTokenRequest is the body of renewing or releasing a lease.
@@ -421,6 +471,10 @@ type SnowflakeInspection struct {
 	// holder's alone (the audit, admin scope, has it).
 	Holder string `json:"holder,omitempty"`
 	Found  bool   `json:"lease_found"`
+	// WorkerRole is the namespace's; Shard, for a namespace of worker role
+	// shard, is the shard the ID belongs to (its worker id).
+	WorkerRole string `json:"worker_role,omitempty"`
+	Shard      *int64 `json:"shard,omitempty"`
 }
 
 // RangeInspection is the body of GET /v1/inspect/sequence/{name}/{id}.
@@ -443,6 +497,15 @@ type Problem struct {
 	Detail string `json:"detail,omitempty"`
 	// Leader names the leader when the answering node knows it.
 	Leader string `json:"leader,omitempty"`
+	// The fields of a ProblemWorkerUnavailable: the worker id asked for,
+	// its lease's holder and state ("held", or "ended": resting), what
+	// ended it, and an estimate (Unix ms, by the leaders' clocks) of the
+	// earliest time it can be had.
+	WorkerID       *int64 `json:"worker_id,omitempty"`
+	Holder         string `json:"holder,omitempty"`
+	State          string `json:"state,omitempty"`
+	EndReason      string `json:"end_reason,omitempty"`
+	EarliestFreeMs int64  `json:"earliest_free_ms,omitempty"`
 }
 
 // Problem types: stable identifiers that clients switch on.
@@ -464,6 +527,9 @@ const (
 	ProblemNamespaceNotFound = "urn:ticketd:problem:namespace-not-found"
 	ProblemNoWorkerFree      = "urn:ticketd:problem:no-worker-free"
 	ProblemLeaseLost         = "urn:ticketd:problem:lease-lost"
+	// ProblemWorkerUnavailable (409): the worker id a lease request chose
+	// is held or resting; the problem names its holder and state.
+	ProblemWorkerUnavailable = "urn:ticketd:problem:worker-unavailable"
 )
 
 // MaxBackupBytes is the largest backup POST /v1/restore accepts.

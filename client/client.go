@@ -792,6 +792,13 @@ func problemOf(status int, data []byte) api.Problem {
 		}
 		p = api.Problem{Type: str("type"), Title: str("title"), Detail: str("detail"), Leader: str("leader")}
 		_ = json.Unmarshal(m["status"], &p.Status)
+		// A worker-unavailable problem's own members (issue #16).
+		p.Holder, p.State, p.EndReason = str("holder"), str("state"), str("end_reason")
+		var w int64
+		if raw := m["worker_id"]; len(raw) > 0 && json.Unmarshal(raw, &w) == nil && string(raw) != "null" {
+			p.WorkerID = &w
+		}
+		_ = json.Unmarshal(m["earliest_free_ms"], &p.EarliestFreeMs)
 	}
 	if p.Type != "" || p.Title != "" || p.Detail != "" {
 		if p.Title == "" {

@@ -14,21 +14,35 @@ import (
 // namespace, inspect an ID, list and revoke leases.
 
 // CreateNamespace creates a Snowflake namespace with the given layout and
-// lease policy (nil fields take the server's defaults), or confirms that it
-// exists with the same settings (created is then false). It needs an admin
-// token. A namespace that exists with other settings gives ErrConflict.
+// lease policy (nil fields take the server's defaults; req.Preset names a
+// layout such as api.PresetInstagram, shard-embedding IDs), or confirms that
+// it exists with the same settings (created is then false). It needs an
+// admin token. A namespace that exists with other settings gives
+// ErrConflict. The cluster's warnings about a layout it accepted (its
+// timestamp bits run out within its horizon_years) are logged at level
+// Warn; CreateNamespaceWarnings returns them.
 func (c *Client) CreateNamespace(ctx context.Context, name string, req api.NamespaceRequest) (ns api.Namespace, created bool, err error) {
+	out, created, err := c.CreateNamespaceWarnings(ctx, name, req)
+	for _, w := range out.Warnings {
+		c.log.Warn("ticketd: "+w, "namespace", name)
+	}
+	return out.Namespace, created, err
+}
+
+// CreateNamespaceWarnings is CreateNamespace, returning the cluster's
+// warnings about the layout (out.Warnings) instead of logging them.
+func (c *Client) CreateNamespaceWarnings(ctx context.Context, name string, req api.NamespaceRequest) (out api.NamespaceCreated, created bool, err error) {
 	if err := c.usable(ctx); err != nil {
-		return ns, false, err
+		return out, false, err
 	}
 	if err := api.ValidateSequenceName(name); err != nil {
-		return ns, false, fmt.Errorf("%w: namespace: %v", ErrInvalidArgument, err)
+		return out, false, fmt.Errorf("%w: namespace: %v", ErrInvalidArgument, err)
 	}
 	body, _ := json.Marshal(req)
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/namespaces/"+name, body, &ns, nil)
-	return ns, status == http.StatusCreated, snowflakeError(err)
+	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/namespaces/"+name, body, &out, nil)
+	return out, status == http.StatusCreated, snowflakeError(err)
 }
 
 // InspectSnowflake decodes a Snowflake ID of a namespace on the cluster:

@@ -77,7 +77,57 @@ var (
 	// ErrNamespaceNotFound: the Snowflake namespace does not exist. A
 	// Snowflake keeps trying in the background (an admin may create it).
 	ErrNamespaceNotFound = errors.New("ticketd: namespace not found")
+
+	// ErrWorkerUnavailable: the worker id a Snowflake asked for
+	// (WithWorkerID: a shard's) is held by another holder, or rests after
+	// its lease ended until its recycle delay has passed. The error is a
+	// *WorkerUnavailableError (errors.As) saying who holds it and when it
+	// may be free. A Snowflake keeps asking in the background; Next and
+	// Wait return it wrapped in ErrLeaseExpired meanwhile.
+	ErrWorkerUnavailable = errors.New("ticketd: worker id unavailable")
 )
+
+// WorkerUnavailableError is the cluster's answer to a lease request that
+// chose a worker id that is not free (problem type worker-unavailable). It
+// matches ErrWorkerUnavailable with errors.Is, and wraps the *APIError.
+type WorkerUnavailableError struct {
+	Namespace string
+	WorkerID  int64
+	// Holder is the holder of the id's lease; State is "held", or "ended"
+	// (the id rests for the namespace's recycle delay), EndReason what
+	// ended it (released, revoked, expired, restored).
+	Holder    string
+	State     string
+	EndReason string
+	// EarliestFree is the cluster's estimate of the earliest time the id
+	// can be had (zero if it gave none): for a held lease, its expiry if
+	// the holder renews no more, plus the recycle delay. A new leader
+	// restarts the wait, so it may come later.
+	EarliestFree time.Time
+	Err          *APIError
+}
+
+func (e *WorkerUnavailableError) Error() string {
+	msg := fmt.Sprintf("ticketd: worker %d of %q is held by %q", e.WorkerID, e.Namespace, e.Holder)
+	if e.State != "held" {
+		msg = fmt.Sprintf("ticketd: worker %d of %q rests after %q's lease ended (%s)", e.WorkerID, e.Namespace, e.Holder, e.EndReason)
+	}
+	if !e.EarliestFree.IsZero() {
+		msg += fmt.Sprintf("; free at the earliest about %s", e.EarliestFree.UTC().Format(time.RFC3339))
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrWorkerUnavailable) hold.
+func (e *WorkerUnavailableError) Is(target error) bool { return target == ErrWorkerUnavailable }
+
+// Unwrap is the server's answer.
+func (e *WorkerUnavailableError) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // errNoLease is what takeLocked returns when the generator holds no valid
 // lease; the slow path turns it into ErrLeaseExpired after waiting.
@@ -97,6 +147,16 @@ func snowflakeError(err error) error {
 		return fmt.Errorf("%w: %w", ErrNoWorkerFree, err)
 	case api.ProblemNamespaceNotFound:
 		return fmt.Errorf("%w: %w", ErrNamespaceNotFound, err)
+	case api.ProblemWorkerUnavailable:
+		p := ae.Problem
+		e := &WorkerUnavailableError{Holder: p.Holder, State: p.State, EndReason: p.EndReason, Err: ae}
+		if p.WorkerID != nil {
+			e.WorkerID = *p.WorkerID
+		}
+		if p.EarliestFreeMs > 0 {
+			e.EarliestFree = time.UnixMilli(p.EarliestFreeMs)
+		}
+		return e
 	}
 	return err
 }
@@ -126,6 +186,30 @@ type sfConfig struct {
 	maxBackward time.Duration
 	margin      time.Duration // 0: a tenth of the TTL
 	leaseWait   time.Duration
+	// chosen: lease workerID and no other (WithWorkerID).
+	chosen   bool
+	workerID int64
+}
+
+// WithWorkerID makes the generator lease this worker id and no other: in a
+// namespace of worker role shard (PUT /v1/namespaces/{name} with preset
+// "instagram"), the shard its IDs are to carry, which the cluster requires
+// a lease to choose. The cluster grants it only when it is free: never
+// leased, or its last lease ended and its recycle delay passed. Until then
+// the generator keeps asking in the background, and Next and Wait fail with
+// ErrLeaseExpired wrapping a *WorkerUnavailableError (ErrWorkerUnavailable)
+// that names the holder. A lease lost later is asked for again, the same
+// id; and a timestamp floor past the lease's deadline (see Snowflake) is
+// waited out under the lease instead of giving it back, since any other
+// lease would be the same id after a recycle delay.
+func WithWorkerID(id int64) SnowflakeOption {
+	return func(c *sfConfig) error {
+		if id < 0 {
+			return invalidf("WithWorkerID: negative worker id %d", id)
+		}
+		c.chosen, c.workerID = true, id
+		return nil
+	}
 }
 
 // WithHolder names the lease holder, as the cluster records it in its

@@ -159,16 +159,28 @@ func (g *Snowflake) acquire() error {
 	// 503 after the grant) gets that lease back instead of tying up a
 	// second worker id, and the cluster bounds it by this send time, the
 	// one the deadline is counted from.
-	body, _ := json.Marshal(api.LeaseRequest{Holder: g.cfg.holder, RequestID: rand.Text(), ClientTimeMs: clientTimeMs(sendW)})
+	req := api.LeaseRequest{Holder: g.cfg.holder, RequestID: rand.Text(), ClientTimeMs: clientTimeMs(sendW)}
+	if g.cfg.chosen {
+		req.WorkerID = &g.cfg.workerID
+	}
+	body, _ := json.Marshal(req)
 	var out api.Lease
 	_, err := g.c.roundTrip(ctx, http.MethodPost, "/v1/namespaces/"+g.ns+"/leases", body, &out, g.onFailure)
 	if err != nil {
-		return snowflakeError(err)
+		err = snowflakeError(err)
+		var wu *WorkerUnavailableError
+		if errors.As(err, &wu) {
+			wu.Namespace = g.ns
+		}
+		return err
 	}
 	recvW, _ := g.cfg.clock.Now()
 	lay, lerr := newLayout(out.Layout)
 	if lerr == nil && (out.WorkerID < 0 || out.WorkerID > lay.maxWorker || out.Token == 0 || out.TTLMs < 1 || out.TTLMs > maxLeaseTTLMs || out.TimestampFloorMs < 0) {
 		lerr = fmt.Errorf("worker %d, token %d, ttl_ms %d, timestamp_floor_ms %d", out.WorkerID, out.Token, out.TTLMs, out.TimestampFloorMs)
+	}
+	if lerr == nil && g.cfg.chosen && out.WorkerID != g.cfg.workerID {
+		lerr = fmt.Errorf("worker %d granted, %d asked for (a server from before issue #16 ignores worker_id)", out.WorkerID, g.cfg.workerID)
 	}
 	g.mu.Lock()
 	if lerr == nil && g.layout != nil && !g.layout.same(out.Layout) {
@@ -201,7 +213,7 @@ func (g *Snowflake) acquire() error {
 	g.raiseFloorLocked(l, out.TimestampFloorMs)
 	var floorErr error
 	if l.aboveFloorNs >= l.deadlineWall { // no ID of this lease could be above the floor
-		if g.floorGiveUps < maxFloorGiveUps {
+		if !g.cfg.chosen && g.floorGiveUps < maxFloorGiveUps {
 			g.floorGiveUps++
 			g.stats.FloorGiveUps++
 			err := g.floorError(l, sendW.UnixNano(), fmt.Sprintf("that is past the lease's deadline: gave the lease back to acquire another (%d of %d in a row)", g.floorGiveUps, maxFloorGiveUps))

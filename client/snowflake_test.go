@@ -216,9 +216,26 @@ func (f *leaseStandIn) acquire(w http.ResponseWriter, r *http.Request) {
 	f.acquires++
 	f.sent = append(f.sent, sentTime{op: "acquire", clientMs: req.ClientTimeMs, recvMs: time.Now().UnixMilli()})
 	now := f.nowMsLocked()
-	for wk := int64(0); wk < n.MaxWorkers; wk++ {
+	from, to := int64(0), n.MaxWorkers
+	if req.WorkerID != nil { // a chosen worker id (issue #16)
+		if *req.WorkerID < 0 || *req.WorkerID >= n.MaxWorkers {
+			badRequest(w, "worker_id")
+			return
+		}
+		from, to = *req.WorkerID, *req.WorkerID+1
+	}
+	for wk := from; wk < to; wk++ {
 		prev, used := f.leases[name][wk]
 		if used && now < leaseEnd(prev)+n.RecycleDelayMs {
+			if req.WorkerID != nil {
+				state := "ended"
+				if now < leaseEnd(prev) {
+					state = "held"
+				}
+				writeProblem(w, http.StatusConflict, api.Problem{Type: api.ProblemWorkerUnavailable, Title: "worker id unavailable",
+					Detail: "taken", WorkerID: &wk, Holder: prev.Holder, State: state, EarliestFreeMs: leaseEnd(prev) + n.RecycleDelayMs}, "")
+				return
+			}
 			continue
 		}
 		f.token++

@@ -60,6 +60,11 @@ type Namespace struct {
 	// YearsLeft how far that is from the time the node read the namespace.
 	EndMs     int64
 	YearsLeft float64
+	// WorkerRole is "worker" or "shard" (the worker field is a logical
+	// shard, leased only by choosing it); HorizonYears how long the
+	// namespace is meant to last (issue #16).
+	WorkerRole   string
+	HorizonYears int64
 }
 
 // NamespaceSettings are what creating a namespace asks for (the layout and
@@ -74,6 +79,31 @@ type NamespaceSettings struct {
 	MaxWorkers     int64
 	LeaseTTLMs     int64
 	RecycleDelayMs int64
+	// WorkerRole is "" (worker ids) or "shard"; HorizonYears 0 for the
+	// default.
+	WorkerRole   string
+	HorizonYears int64
+}
+
+// NamespaceCreated is the outcome of creating a namespace: the namespace,
+// whether this request created it (false: it existed with the same
+// settings), and what the node found wrong with a layout it accepted
+// (its timestamp bits run out within its horizon).
+type NamespaceCreated struct {
+	Namespace Namespace
+	Created   bool
+	Warnings  []string
+}
+
+// LeaseRequest is what acquiring a worker-id lease asks for.
+type LeaseRequest struct {
+	Holder       string
+	RequestID    string
+	ClientTimeMs int64
+	// Chosen asks for WorkerID and no other (a shard's id); without it the
+	// lowest free worker id is granted.
+	Chosen   bool
+	WorkerID int64
 }
 
 // Lease is a worker id's lease in a namespace.
@@ -157,6 +187,8 @@ type SnowflakeInspection struct {
 	Sequence  int64
 	Holder    string
 	Found     bool
+	// WorkerRole is the namespace's: for "shard", WorkerID is the shard.
+	WorkerRole string
 }
 
 // Member is a node of the cluster and the addresses it is reached at.

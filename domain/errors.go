@@ -25,6 +25,10 @@ var (
 	ErrNoWorkerFree = errors.New("no worker id free")
 	// ErrLeaseLost: the lease has ended or another holder has the worker id.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrWorkerUnavailable: the worker id an acquire chose is held, or
+	// rests after its lease ended; the error carries a
+	// *WorkerUnavailableError.
+	ErrWorkerUnavailable = errors.New("worker id unavailable")
 	// ErrUnavailable: this node cannot answer now (no leader, leadership
 	// lost or not yet confirmed, shutting down, timed out); a retry, here
 	// or at the leader, may succeed. A write that failed this way may
@@ -56,3 +60,21 @@ func Wrap(kind, err error) error {
 func Kindf(kind error, format string, args ...any) error {
 	return Wrap(kind, fmt.Errorf(format, args...))
 }
+
+// WorkerUnavailableError says who has the worker id an acquire chose and
+// when it may be free; wrap it with the kind ErrWorkerUnavailable.
+type WorkerUnavailableError struct {
+	Namespace string
+	WorkerID  int64
+	Holder    string
+	// State is "held" or "ended" (resting); EndReason what ended it.
+	State     string
+	EndReason string
+	// EarliestFreeMs is an estimate (Unix ms, by the leaders' stamps) of
+	// the earliest time the id can be had.
+	EarliestFreeMs int64
+	// Message is the node's own account of it.
+	Message string
+}
+
+func (e *WorkerUnavailableError) Error() string { return e.Message }

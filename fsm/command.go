@@ -44,6 +44,18 @@ const (
 	CommandReserveBlocks CommandType = 11
 	// CommandRaiseSequence (12) is declared in raise.go.
 
+	// CommandCreateNamespaceV2 creates a namespace that uses issue #16's
+	// fields (a worker role, a horizon). Its body is CreateNamespace, as
+	// for CommandCreateNamespace; the type differs so that a binary that
+	// does not know the fields stops at the entry (an unknown type)
+	// instead of applying it without them and diverging from its peers.
+	// EncodeCreateNamespace picks it only when the fields are set.
+	CommandCreateNamespaceV2 CommandType = 13
+	// CommandLeaseV2 is a lease operation that uses issue #16's chosen
+	// worker id; its body is LeaseOp, as for CommandLease, for the same
+	// reason. EncodeLeaseOp picks it only for a chosen acquire.
+	CommandLeaseV2 CommandType = 14
+
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
 	// types that only add optional state. Without the flag an unknown type
@@ -77,6 +89,10 @@ func (t CommandType) String() string {
 		return "reserve-blocks"
 	case CommandRaiseSequence:
 		return "raise-sequence"
+	case CommandCreateNamespaceV2:
+		return "create-namespace-v2"
+	case CommandLeaseV2:
+		return "lease-v2"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -140,7 +156,13 @@ func EncodeSetMember(c SetMember) []byte { return mustEncode(CommandSetMember, c
 func EncodeRemoveMember(c RemoveMember) []byte { return mustEncode(CommandRemoveMember, c) }
 
 // EncodeCreateNamespace encodes a CommandCreateNamespace entry.
-func EncodeCreateNamespace(c CreateNamespace) []byte { return mustEncode(CommandCreateNamespace, c) }
+// A namespace with issue #16's fields goes as CommandCreateNamespaceV2.
+func EncodeCreateNamespace(c CreateNamespace) []byte {
+	if c.Namespace.WorkerRole != "" || c.Namespace.HorizonYears != 0 {
+		return mustEncode(CommandCreateNamespaceV2, c)
+	}
+	return mustEncode(CommandCreateNamespace, c)
+}
 
 // EncodeAcquireLease encodes a CommandAcquireLease entry.
 func EncodeAcquireLease(c AcquireLease) []byte { return mustEncode(CommandAcquireLease, c) }

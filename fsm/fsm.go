@@ -229,6 +229,10 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 		body = new(ReserveBlocks)
 	case CommandRaiseSequence:
 		body = new(RaiseSequence)
+	case CommandCreateNamespaceV2:
+		body = new(CreateNamespace)
+	case CommandLeaseV2:
+		body = new(LeaseOp)
 	default:
 		if ignoreUnknown {
 			return t, nil, nil

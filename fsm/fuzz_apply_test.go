@@ -178,7 +178,7 @@ func frameEntries(chunks ...[]byte) []byte {
 
 // macroMarker starts a chunk that is a template, not an entry. As an entry's
 // first byte it would be type 0x7f with IgnoreUnknownTypeFlag, a case that
-// 0x8d in the seeds covers as well.
+// 0x8f in the seeds covers as well.
 const macroMarker = 0xff
 
 // Templates: macro(kind, parameter bytes...).
@@ -186,8 +186,8 @@ const (
 	macroCreateSequence  byte = iota // name, start, max
 	macroReserve                     // name, count, min, stamp
 	macroMember                      // set/remove, id
-	macroCreateNamespace             // name, max workers, variant, stamp
-	macroLease                       // op, namespace, worker, token, version, holder, request id, client time, stamp
+	macroCreateNamespace             // name, max workers, variant, stamp, shard
+	macroLease                       // op, namespace, worker, token, version, holder, request id, client time, stamp, chosen
 	macroLegacy                      // acquire/renew/release, namespace, worker, token, holder, request id, stamp
 	macroRestore                     // backup, advance, stamp
 	macroReserveBlocks               // requests (1-5), stamp, then name, count, min of each
@@ -255,6 +255,9 @@ func (b *logBuilder) entry(chunk []byte, st *fsm.FSM) []byte {
 	case macroCreateNamespace:
 		n := testNamespace(pick(p, 0, fuzzNamespaces...))
 		n.MaxWorkers = 1 + int64(param(p, 1)%4)
+		if param(p, 4)%2 == 1 { // issue #16; older seeds have no 5th byte
+			n.WorkerRole, n.HorizonYears = fsm.WorkerRoleShard, 50
+		}
 		switch param(p, 2) % 4 {
 		case 1:
 			n.TickMs = 2 // another layout: a conflict if the name exists
@@ -270,7 +273,8 @@ func (b *logBuilder) entry(chunk []byte, st *fsm.FSM) []byte {
 		return fsm.EncodeLeaseOp(fsm.LeaseOp{Op: pick(p, 0, fuzzLeaseOps...), Namespace: ns, WorkerID: worker,
 			Token: pick(p, 3, cur.Token, cur.Token+1, 0, cur.Token-1), Version: pick(p, 4, cur.Version, cur.Version+1, 0),
 			Holder: pick(p, 5, fuzzHolders...), RequestID: pick(p, 6, fuzzRequestIDs...),
-			ClientTimeMs: pick(p, 7, 0, t0, t0+5000, t0+60_000, -1, math.MaxInt64), Stamp: stampAt(p, 8)})
+			ClientTimeMs: pick(p, 7, 0, t0, t0+5000, t0+60_000, -1, math.MaxInt64), Stamp: stampAt(p, 8),
+			Chosen: param(p, 9)%2 == 1}) // issue #16; seeds from before have no 10th byte: not chosen
 	case macroLegacy:
 		ns, worker := pick(p, 1, fuzzNamespaces...), int64(param(p, 2)%5)-1
 		token := pick(p, 3, leaseOf(st, ns, worker).Token, 0, 1)
@@ -436,7 +440,7 @@ func applyLogSeeds() []applyLogSeed {
 	}
 	raw := [][]byte{
 		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "raw", Start: 1, Max: 9}),
-		append([]byte{0x8d}, "{}"...), // an unknown type with the flag: skipped
+		append([]byte{0x8f}, "{}"...), // an unknown type with the flag: skipped
 		append([]byte{byte(fsm.CommandCreateSequence | fsm.IgnoreUnknownTypeFlag)}, `{"name":"f","start":1,"max":9}`...), // known: applied
 		append([]byte{byte(fsm.CommandReserveBlock)}, `{"name":"f","count":3,"min":1,"extra":true}`...),
 		append([]byte{byte(fsm.CommandLease)}, `{"op":"acquire","namespace":"users","holder":"h"}`...),
@@ -465,6 +469,17 @@ func applyLogSeeds() []applyLogSeed {
 			m(macroLegacy, 0, users, 0, 0, 1, 1, 5), m(macroLegacy, 1, users, w2, 0, 0, 0, 6), m(macroLegacy, 2, users, w2, 0, 0, 0, 7),
 			m(macroLegacy, 0, users, 0, 0, 0, 0, 20), m(macroLegacy, 2, users, w1, 1, 0, 0, 30),
 			m(macroLease, recycle, users, w1, 0, 0), m(macroLease, acquire, users, 0, 0, 0, 0, 0, 0, 40),
+		}},
+		// A shard namespace and chosen acquires (issue #16): granted,
+		// retried, refused while held and resting, granted after the
+		// recycle; an unchosen and an out-of-range acquire refused.
+		{false, [][]byte{
+			m(macroCreateNamespace, ns2, 3, 0, 0, 1), m(macroCreateNamespace, ns2, 3, 0, 0, 0),
+			m(macroLease, acquire, ns2, w1, 0, 0, 0, 1, 1, 1, 1), m(macroLease, acquire, ns2, w1, 0, 0, 0, 1, 1, 1, 1),
+			m(macroLease, acquire, ns2, w1, 0, 0, 1, 2, 1, 1, 1), m(macroLease, acquire, ns2, w0, 0, 0, 0, 0, 0, 0, 0),
+			m(macroLease, release, ns2, w1, 0, 0), m(macroLease, acquire, ns2, w1, 0, 0, 1, 2, 1, 2, 1),
+			m(macroLease, recycle, ns2, w1, 0, 0), m(macroLease, acquire, ns2, w1, 0, 0, 1, 2, 1, 3, 1),
+			m(macroLease, acquire, ns2, 0, 0, 0, 1, 2, 1, 3, 1),
 		}},
 		// Restores: the v4 fixture into an empty state, its ended leases
 		// recycled and granted again, then restores that are refused.

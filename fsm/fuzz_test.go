@@ -18,7 +18,7 @@ import (
 // check but left a state the FSM cannot restore would take a node down at
 // its next restart. Nothing here may panic.
 func FuzzRestoreBackup(f *testing.F) {
-	for _, fx := range []string{fixtureV1, fixtureV2, fixtureV3, fixtureV4} {
+	for _, fx := range []string{fixtureV1, fixtureV2, fixtureV3, fixtureV4, fixtureV5} {
 		if b, err := os.ReadFile(fx); err == nil {
 			f.Add(b, int64(1000))
 		}
@@ -106,7 +106,7 @@ func FuzzSnapshotRestore(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, fx := range []string{fixtureV1, fixtureV2, fixtureV3, fixtureV4} {
+	for _, fx := range []string{fixtureV1, fixtureV2, fixtureV3, fixtureV4, fixtureV5} {
 		b, err := os.ReadFile(fx)
 		if err != nil {
 			f.Fatal(err)

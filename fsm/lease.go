@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Worker-id leases without clocks (issue #18).
@@ -58,11 +59,61 @@ type LeaseOp struct {
 	// Version, for expire and recycle, is the lease's version when the
 	// leader's timer started.
 	Version uint64 `json:"version,omitempty"`
+	// Chosen makes an acquire ask for the worker id WorkerID and no other
+	// (issue #16: a shard's id): granted only if that id was never leased
+	// or a recycle entry freed it, else ErrWorkerUnavailable. Absent
+	// (false) in every entry written before, which apply as they did.
+	Chosen bool `json:"chosen,omitempty"`
 	Stamp
 }
 
+// ErrWorkerUnavailable: the worker id a chosen acquire asked for is held,
+// or rests after its lease ended until the leader's recycle entry frees
+// it. The error is a WorkerUnavailableError.
+var ErrWorkerUnavailable = errors.New("worker id unavailable")
+
+// WorkerUnavailableError is the answer to a chosen acquire whose worker id
+// is not free: who has it and how it stands. Everything in it comes from
+// the state, so every replica answers the same.
+type WorkerUnavailableError struct {
+	Namespace string
+	WorkerID  int64
+	// Holder is the lease's holder; State is LeaseHeld or LeaseEnded (the
+	// id rests), EndReason what ended it.
+	Holder    string
+	State     LeaseState
+	EndReason string
+	// EarliestFreeMs is the earliest the id can be had by the leaders'
+	// stamps (Unix ms): for a held lease, its stamped expiry plus the
+	// recycle delay (if its holder renews no more); for an ended one, the
+	// stamp of its end plus the recycle delay. An estimate for the caller:
+	// the leader frees the id by its monotonic clock, and a new leader
+	// restarts the wait.
+	EarliestFreeMs int64
+	LeaseTTLMs     int64
+	RecycleDelayMs int64
+}
+
+func (e WorkerUnavailableError) Error() string {
+	if e.State == LeaseHeld {
+		return fmt.Sprintf("%s: worker %d of %q is held by %q; it is free a recycle delay (%d ms) after that lease ends (released, revoked, or expired %d ms after its holder's last renewal): not before about %d (Unix ms) if it renews no more",
+			ErrWorkerUnavailable, e.WorkerID, e.Namespace, e.Holder, e.RecycleDelayMs, e.LeaseTTLMs, e.EarliestFreeMs)
+	}
+	return fmt.Sprintf("%s: worker %d of %q rests after %q's lease ended (%s); the leader frees it a recycle delay (%d ms) after the end: about %d (Unix ms)",
+		ErrWorkerUnavailable, e.WorkerID, e.Namespace, e.Holder, e.EndReason, e.RecycleDelayMs, e.EarliestFreeMs)
+}
+
+// Is makes errors.Is(err, ErrWorkerUnavailable) hold.
+func (e WorkerUnavailableError) Is(target error) bool { return target == ErrWorkerUnavailable }
+
 // EncodeLeaseOp encodes a CommandLease entry.
-func EncodeLeaseOp(c LeaseOp) []byte { return mustEncode(CommandLease, c) }
+// A chosen acquire goes as CommandLeaseV2.
+func EncodeLeaseOp(c LeaseOp) []byte {
+	if c.Chosen {
+		return mustEncode(CommandLeaseV2, c)
+	}
+	return mustEncode(CommandLease, c)
+}
 
 func (f *FSM) applyLeaseOp(c LeaseOp, index, term uint64) any {
 	now := f.tick(c.Stamp) // recorded for operators; decides nothing
@@ -112,6 +163,12 @@ func (f *FSM) acquire(c LeaseOp, now int64, index, term uint64) any {
 	if err != nil {
 		return err
 	}
+	if c.Chosen {
+		return f.acquireChosen(ns, leases, c, now, index, term)
+	}
+	if ns.WorkerRole == WorkerRoleShard {
+		return fmt.Errorf("%w: the worker ids of %q are shards: an acquire must choose its shard (worker_id)", ErrInvalidCommand, ns.Name)
+	}
 	// A retry of an acquire that was granted (its answer lost, or a 503
 	// after the grant) gets that lease back: otherwise every retry would
 	// tie up another worker id for a TTL and a recycle delay.
@@ -130,6 +187,52 @@ func (f *FSM) acquire(c LeaseOp, now int64, index, term uint64) any {
 		return f.grant(ns, w, c.Holder, c.RequestID, c.ClientTimeMs, c.Stamp, now, index, term, false)
 	}
 	return fmt.Errorf("%w: all %d worker ids of %q are leased or resting", ErrNoWorkerFree, ns.MaxWorkers, c.Namespace)
+}
+
+// acquireChosen grants the worker id c.WorkerID if it was never leased or
+// is free, by the same rules and with the same tokens as any grant; a held
+// or resting id is refused with a WorkerUnavailableError (issue #16).
+func (f *FSM) acquireChosen(ns *Namespace, leases map[int64]*Lease, c LeaseOp, now int64, index, term uint64) any {
+	w := c.WorkerID
+	if w < 0 || w >= ns.MaxWorkers {
+		return fmt.Errorf("%w: worker id %d is out of range: those of %q are 0 to %d", ErrInvalidCommand, w, ns.Name, ns.MaxWorkers-1)
+	}
+	prev, used := leases[w]
+	if c.RequestID != "" && !f.faults.skipAcquireIdempotency() {
+		// The retry of a chosen acquire that was granted gets its lease
+		// back, as any acquire's retry does.
+		if used && prev.RequestID == c.RequestID && prev.Holder == c.Holder && f.held(prev, now) {
+			return *prev
+		}
+		// One held lease per request id and holder, so that the retry of
+		// an acquire that chose nothing finds exactly one (the lowest
+		// worker id, should that ever not hold: map order is random).
+		other := int64(-1)
+		for _, l := range leases {
+			if l.RequestID == c.RequestID && l.Holder == c.Holder && f.held(l, now) && (other < 0 || l.WorkerID < other) {
+				other = l.WorkerID
+			}
+		}
+		if other >= 0 {
+			return fmt.Errorf("%w: request id %q of %q already holds worker %d of %q; a request id names one acquire", ErrInvalidCommand, c.RequestID, c.Holder, other, ns.Name)
+		}
+	}
+	if used && !f.free(prev, ns, now) {
+		e := WorkerUnavailableError{Namespace: ns.Name, WorkerID: w, Holder: prev.Holder, State: LeaseEnded, EndReason: prev.EndReason,
+			LeaseTTLMs: ns.LeaseTTLMs, RecycleDelayMs: ns.RecycleDelayMs}
+		end := prev.ReleasedMs
+		if f.held(prev, now) {
+			e.State, e.EndReason, end = LeaseHeld, "", prev.ExpiresMs
+		} else if end == 0 {
+			end = prev.ExpiresMs // a restored lease
+		}
+		e.EarliestFreeMs = end
+		if end <= math.MaxInt64-ns.RecycleDelayMs {
+			e.EarliestFreeMs = end + ns.RecycleDelayMs
+		}
+		return e
+	}
+	return f.grant(ns, w, c.Holder, c.RequestID, c.ClientTimeMs, c.Stamp, now, index, term, false)
 }
 
 // held and free are the state's answers; the planted fault

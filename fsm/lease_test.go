@@ -203,7 +203,7 @@ func decision(resp any) any {
 		v.GrantedMs, v.ExpiresMs, v.ReleasedMs = 0, 0, 0
 		return v
 	case error:
-		for _, e := range []error{fsm.ErrLeaseLost, fsm.ErrLeaseTimerStale, fsm.ErrNoWorkerFree, fsm.ErrInvalidCommand} {
+		for _, e := range []error{fsm.ErrLeaseLost, fsm.ErrLeaseTimerStale, fsm.ErrNoWorkerFree, fsm.ErrWorkerUnavailable, fsm.ErrInvalidCommand} {
 			if errors.Is(v, e) {
 				return e
 			}

@@ -24,7 +24,10 @@ var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 // leases' state, version, end reason and timestamp bounds (issue #18); an
 // older snapshot's leases get a state derived from the stamps, as the
 // legacy rules would have decided at the snapshot's point of the log.
-const SnapshotVersion uint32 = 4
+// Version 5 added namespaces' worker role and horizon and the audit's raise
+// records (issue #16); an older snapshot has none, and a binary that knows
+// only v4 refuses a v5 snapshot rather than drop them.
+const SnapshotVersion uint32 = 5
 
 type snapshotState struct {
 	LastIndex  uint64        `json:"last_index"`
@@ -81,8 +84,8 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1, 2, 3, 4:
-		// v2 to v4 only added fields, so all decode into the same
+	case 1, 2, 3, 4, 5:
+		// v2 to v5 only added fields, so all decode into the same
 		// struct; an older body has none of the newer ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
@@ -100,6 +103,18 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 				return st, fmt.Errorf("fsm: snapshot v%d holds fields of v3", v)
 			}
 			st.upgrade()
+		}
+		if v < 5 {
+			for _, n := range st.Namespaces {
+				if n.WorkerRole != "" || n.HorizonYears != 0 {
+					return st, fmt.Errorf("fsm: snapshot v%d holds namespace fields of v5", v)
+				}
+			}
+			for _, r := range st.Audit {
+				if r.Kind == AuditRaise {
+					return st, fmt.Errorf("fsm: snapshot v%d holds a raise record of v5", v)
+				}
+			}
 		}
 		if v < 4 {
 			for _, l := range st.Leases {

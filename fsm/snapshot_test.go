@@ -205,7 +205,7 @@ func TestSnapshotRestore_RejectsCorruptSnapshots_StateUnchanged(t *testing.T) {
 		{"truncated header", []byte("TKTDSN"), "header"},
 		{"bad magic", rawSnapshot("NOTTICKT", 1, goodBody), "not a ticketd snapshot"},
 		{"magic of another case", rawSnapshot("tktdsnap", 1, goodBody), "not a ticketd snapshot"},
-		{"newer version 5", rawSnapshot("TKTDSNAP", 5, goodBody), "version 5"},
+		{"newer version 6", rawSnapshot("TKTDSNAP", 6, goodBody), "version 6"},
 		{"version MaxUint32", rawSnapshot("TKTDSNAP", math.MaxUint32, goodBody), "version 4294967295"},
 		{"version 0", rawSnapshot("TKTDSNAP", 0, goodBody), "version 0"},
 		{"little-endian version 1", append([]byte("TKTDSNAP\x01\x00\x00\x00"), goodBody...), "version 16777216"},

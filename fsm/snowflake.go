@@ -52,6 +52,39 @@ type Namespace struct {
 	// before it is granted again; at least the TTL, so that a holder that
 	// could not renew has stopped before its id is reused.
 	RecycleDelayMs int64 `json:"recycle_delay_ms"`
+	// WorkerRole is what the worker field of an ID stands for: "" (a
+	// worker id: an acquire gets the lowest free one, or the one it
+	// chooses) or WorkerRoleShard (a logical shard, as in Instagram's IDs:
+	// an acquire must choose its shard, LeaseOp.Chosen). Issue #16;
+	// absent from every namespace made before, which reads as "".
+	WorkerRole string `json:"worker_role,omitempty"`
+	// HorizonYears is how long the namespace is meant to last: creating it
+	// warns when its timestamp bits run out sooner. 0 is the default,
+	// DefaultHorizonYears. Advisory only: nothing the FSM decides reads it
+	// (issue #16; absent before).
+	HorizonYears int64 `json:"horizon_years,omitempty"`
+}
+
+// WorkerRoleShard marks a namespace whose worker field is a logical shard.
+const WorkerRoleShard = "shard"
+
+// DefaultHorizonYears is the horizon of a namespace that names none: 30
+// years, about as long as a database schema outlives the system it was
+// designed for, and well inside the 69.7 years of 41 bits of milliseconds,
+// so the default layout creates without a warning and one that halves
+// the timestamp's range does not.
+const DefaultHorizonYears int64 = 30
+
+// MaxHorizonYears bounds HorizonYears (its milliseconds fit an int64 many
+// times over).
+const MaxHorizonYears int64 = 10_000
+
+// Horizon is HorizonYears, or the default for 0.
+func (n Namespace) Horizon() int64 {
+	if n.HorizonYears == 0 {
+		return DefaultHorizonYears
+	}
+	return n.HorizonYears
 }
 
 // EndMs is the last millisecond the timestamp bits can express (saturating
@@ -131,6 +164,13 @@ func (n Namespace) validateLayout() error {
 	}
 	if n.RecycleDelayMs < n.LeaseTTLMs || n.RecycleDelayMs > 24*3_600_000 {
 		return fmt.Errorf("recycle_delay_ms must be at least lease_ttl_ms (%d) and at most a day, got %d", n.LeaseTTLMs, n.RecycleDelayMs)
+	}
+	// Issue #16's fields; both are absent (valid) in older namespaces.
+	if n.WorkerRole != "" && n.WorkerRole != WorkerRoleShard {
+		return fmt.Errorf("worker_role must be empty (worker ids) or %q, got %q", WorkerRoleShard, n.WorkerRole)
+	}
+	if n.HorizonYears < 0 || n.HorizonYears > MaxHorizonYears {
+		return fmt.Errorf("horizon_years must be between 1 and %d (0: the default), got %d", MaxHorizonYears, n.HorizonYears)
 	}
 	return nil
 }

@@ -34,6 +34,14 @@ func (s *Service) storeError(c echo.Context, err error) error {
 		return problem(http.StatusConflict, api.ProblemNoWorkerFree, "no worker id free", err.Error())
 	case errors.Is(err, domain.ErrLeaseLost):
 		return problem(http.StatusConflict, api.ProblemLeaseLost, "lease lost", err.Error())
+	case errors.Is(err, domain.ErrWorkerUnavailable):
+		pe := &problemError{status: http.StatusConflict, p: api.Problem{Type: api.ProblemWorkerUnavailable, Title: "worker id unavailable", Detail: err.Error()}}
+		var wu *domain.WorkerUnavailableError
+		if errors.As(err, &wu) {
+			w := wu.WorkerID
+			pe.p.WorkerID, pe.p.Holder, pe.p.State, pe.p.EndReason, pe.p.EarliestFreeMs = &w, wu.Holder, wu.State, wu.EndReason, wu.EarliestFreeMs
+		}
+		return pe
 	case errors.Is(err, domain.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		id, _, _ := s.store.LeaderHTTPAddr()

@@ -271,8 +271,9 @@ var bodyFields = map[bodyKind][]fieldSpec{
 	reserveBody:   {{"count", kInt64}},
 	memberBody:    {{"id", kString}, {"raft_addr", kString}, {"http_addr", kString}},
 	namespaceBody: {{"epoch_ms", kInt64}, {"timestamp_bits", kUint8}, {"worker_bits", kUint8}, {"sequence_bits", kUint8},
-		{"tick_ms", kInt64}, {"max_workers", kInt64}, {"lease_ttl_ms", kInt64}, {"recycle_delay_ms", kInt64}},
-	leaseBody: {{"holder", kString}, {"request_id", kString}, {"client_time_ms", kInt64}},
+		{"tick_ms", kInt64}, {"max_workers", kInt64}, {"lease_ttl_ms", kInt64}, {"recycle_delay_ms", kInt64},
+		{"preset", kString}, {"worker_role", kString}, {"horizon_years", kInt64}},
+	leaseBody: {{"holder", kString}, {"request_id", kString}, {"client_time_ms", kInt64}, {"worker_id", kInt64}},
 	tokenBody: {{"token", kUint64}, {"client_time_ms", kInt64}},
 	raiseBody: {{"at_least", kInt64}},
 }
@@ -401,6 +402,7 @@ var knownProblemTypes = map[string]bool{
 	api.ProblemRouteNotFound: true, api.ProblemMethodNotAllowed: true, api.ProblemUnsupportedMedium: true,
 	api.ProblemUnauthorized: true, api.ProblemForbidden: true, api.ProblemTooManyRequests: true,
 	api.ProblemNamespaceNotFound: true, api.ProblemNoWorkerFree: true, api.ProblemLeaseLost: true,
+	api.ProblemWorkerUnavailable: true,
 }
 
 // checkAnswer checks the shape every answer promises: an error is an RFC
@@ -659,14 +661,14 @@ func fuzzNamespace(name string) domain.Namespace {
 		TickMs: 1, MaxWorkers: 1024, LeaseTTLMs: 30_000, RecycleDelayMs: 60_000}
 }
 
-func (s *recStore) CreateNamespace(_ context.Context, n domain.NamespaceSettings) (domain.Namespace, bool, error) {
+func (s *recStore) CreateNamespace(_ context.Context, n domain.NamespaceSettings) (domain.NamespaceCreated, error) {
 	s.record(fmt.Sprintf("CreateNamespace(%+v)", n))
 	// The layout rules are the state machine's (fsm validates); the
 	// handler only decodes. Answer with what was asked, however odd, so
 	// that the views see odd layouts too.
-	return domain.Namespace{Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
+	return domain.NamespaceCreated{Namespace: domain.Namespace{Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
 		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
-		RecycleDelayMs: n.RecycleDelayMs}, true, s.fault
+		RecycleDelayMs: n.RecycleDelayMs, WorkerRole: n.WorkerRole, HorizonYears: n.HorizonYears}, Created: true, Warnings: []string{"a warning"}}, s.fault
 }
 
 func (s *recStore) Namespace(_ context.Context, name string) (domain.Namespace, error) {
@@ -679,11 +681,11 @@ func (s *recStore) Namespaces(context.Context) ([]domain.Namespace, error) {
 	return nil, s.fault
 }
 
-func (s *recStore) AcquireLease(_ context.Context, ns, holder, requestID string, clientTimeMs int64) (domain.LeaseGrant, error) {
-	s.record(fmt.Sprintf("AcquireLease(%q,%q,%q,%d)", ns, holder, requestID, clientTimeMs))
-	s.expect(holder != "" && len(holder) <= 256 && len(requestID) <= 128 && clientTimeMs >= 0,
-		"AcquireLease with holder %q, request id %q, client time %d", holder, requestID, clientTimeMs)
-	return domain.LeaseGrant{Lease: domain.Lease{Namespace: ns, WorkerID: 3, Holder: holder, Token: 7, State: "held"}, Namespace: fuzzNamespace(ns)}, s.fault
+func (s *recStore) AcquireLease(_ context.Context, ns string, r domain.LeaseRequest) (domain.LeaseGrant, error) {
+	s.record(fmt.Sprintf("AcquireLease(%q,%q,%q,%d,%v,%d)", ns, r.Holder, r.RequestID, r.ClientTimeMs, r.Chosen, r.WorkerID))
+	s.expect(r.Holder != "" && len(r.Holder) <= 256 && len(r.RequestID) <= 128 && r.ClientTimeMs >= 0 && r.WorkerID >= 0 && (r.Chosen || r.WorkerID == 0),
+		"AcquireLease with %+v", r)
+	return domain.LeaseGrant{Lease: domain.Lease{Namespace: ns, WorkerID: 3, Holder: r.Holder, Token: 7, State: "held"}, Namespace: fuzzNamespace(ns)}, s.fault
 }
 
 func (s *recStore) RenewLease(_ context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (domain.LeaseGrant, error) {
@@ -756,6 +758,8 @@ var storeFaults = []storeFault{
 	{domain.Kindf(domain.ErrInvalid, "the state machine refuses it"), 400, always(api.ProblemBadRequest)},
 	{domain.Kindf(domain.ErrNoWorkerFree, "every worker id is held"), 409, always(api.ProblemNoWorkerFree)},
 	{domain.Kindf(domain.ErrLeaseLost, "the lease ended"), 409, always(api.ProblemLeaseLost)},
+	{domain.Wrap(domain.ErrWorkerUnavailable, &domain.WorkerUnavailableError{WorkerID: 17, Holder: "h", State: "held", Message: "worker 17 is held"}),
+		409, always(api.ProblemWorkerUnavailable)},
 	{domain.Kindf(domain.ErrUnavailable, "not the leader"), 503, always(api.ProblemUnavailable)},
 	{context.DeadlineExceeded, 503, always(api.ProblemUnavailable)},
 	{context.Canceled, 503, always(api.ProblemUnavailable)},
@@ -824,13 +828,17 @@ func expectFor(r request) expectation {
 		if !validSequenceName(r.p1) || !bodyOK {
 			return no
 		}
-		return expectation{call: true, args: fmt.Sprintf("CreateNamespace(%+v)", namespaceFrom(r.p1, body))}
-	case rAcquireLease:
-		h, id, ct := body["holder"].s, body["request_id"].s, body["client_time_ms"].i
-		if !bodyOK || h == "" || len(h) > 256 || len(id) > 128 || ct < 0 {
+		n, ok := namespaceFrom(r.p1, body)
+		if !ok {
 			return no
 		}
-		return expectation{call: true, args: fmt.Sprintf("AcquireLease(%q,%q,%q,%d)", r.p1, h, id, ct)}
+		return expectation{call: true, args: fmt.Sprintf("CreateNamespace(%+v)", n)}
+	case rAcquireLease:
+		h, id, ct, w := body["holder"].s, body["request_id"].s, body["client_time_ms"].i, body["worker_id"]
+		if !bodyOK || h == "" || len(h) > 256 || len(id) > 128 || ct < 0 || (w.set && w.i < 0) {
+			return no
+		}
+		return expectation{call: true, args: fmt.Sprintf("AcquireLease(%q,%q,%q,%d,%v,%d)", r.p1, h, id, ct, w.set, w.i)}
 	case rRenewLease, rReleaseLease, rRevokeLease:
 		w, err := strconv.ParseInt(r.p2, 10, 64)
 		if err != nil || w < 0 {
@@ -913,12 +921,45 @@ func expectFor(r request) expectation {
 
 // namespaceFrom is the namespace a PUT /v1/namespaces/{name} body asks for,
 // with the documented defaults: Twitter's layout, max_workers all the worker
-// ids, recycle delay twice a given TTL.
-func namespaceFrom(name string, body map[string]jsonValue) domain.NamespaceSettings {
+// ids, recycle delay twice a given TTL; or the "instagram" preset's layout
+// (40/13/10 bits, 1 ms ticks, worker role shard, its own epoch), which the
+// body's bits, tick and role may only repeat. False: the body is refused
+// (an unknown preset or role, a contradiction, a horizon out of 1..10000).
+func namespaceFrom(name string, body map[string]jsonValue) (domain.NamespaceSettings, bool) {
 	d := fuzzNamespace(name)
 	n := domain.NamespaceSettings{Name: d.Name, EpochMs: d.EpochMs, TimestampBits: d.TimestampBits, WorkerBits: d.WorkerBits,
 		SequenceBits: d.SequenceBits, TickMs: d.TickMs, LeaseTTLMs: d.LeaseTTLMs, RecycleDelayMs: d.RecycleDelayMs}
 	n.MaxWorkers = 0 // set below from worker_bits, or given
+	switch role := body["worker_role"]; {
+	case !role.set || role.s == "" || role.s == "worker":
+	case role.s == "shard":
+		n.WorkerRole = "shard"
+	default:
+		return n, false
+	}
+	if p := body["preset"]; p.set && p.s != "" {
+		if p.s != "instagram" {
+			return n, false
+		}
+		for k, want := range map[string]uint64{"timestamp_bits": 40, "worker_bits": 13, "sequence_bits": 10} {
+			if v := body[k]; v.set && v.u != want {
+				return n, false
+			}
+		}
+		if v := body["tick_ms"]; v.set && v.i != 1 {
+			return n, false
+		}
+		if v := body["worker_role"]; v.set && v.s != "" && v.s != "shard" {
+			return n, false
+		}
+		n.EpochMs, n.TimestampBits, n.WorkerBits, n.SequenceBits, n.TickMs, n.WorkerRole = 1767225600000, 40, 13, 10, 1, "shard"
+	}
+	if h := body["horizon_years"]; h.set {
+		if h.i < 1 || h.i > 10_000 {
+			return n, false
+		}
+		n.HorizonYears = h.i
+	}
 	i := func(k string, dst *int64) {
 		if v := body[k]; v.set {
 			*dst = v.i
@@ -943,7 +984,7 @@ func namespaceFrom(name string, body map[string]jsonValue) domain.NamespaceSetti
 		n.MaxWorkers = int64(1) << n.WorkerBits
 	}
 	i("max_workers", &n.MaxWorkers)
-	return n
+	return n, true
 }
 
 // FuzzAPIRequest sends one fuzzed request (route, two path segments, query,

@@ -801,6 +801,47 @@ func TestOpenAPI_RealAnswersFitTheSpec(t *testing.T) {
 		both(specExchange{token: A, method: "POST", path: "/v1/namespaces/users/leases/1000/revoke", status: 409})
 		both(specExchange{token: A, method: "POST", path: "/v1/namespaces/nope/leases/0/revoke", status: 404})
 		onF(specExchange{token: A, method: "POST", path: "/v1/namespaces/users/leases/x/revoke", status: 400, reqErr: `parameter "worker"`})
+
+		// Shard-embedding namespaces (issue #16): the preset, its
+		// contradictions, the horizon warning, leases on a chosen shard.
+		onF(specExchange{token: A, method: "PUT", path: "/v1/namespaces/posts", body: []byte(`{"preset":"instagram"}`), status: 201})
+		var posts api.NamespaceCreated
+		onL(specExchange{token: A, method: "PUT", path: "/v1/namespaces/posts", body: []byte(`{"preset":"instagram","worker_bits":13,"worker_role":"shard","horizon_years":30}`), status: 200}).decode(t, &posts)
+		if posts.WorkerRole != api.WorkerRoleShard || posts.TimestampBits != 40 || posts.WorkerBits != 13 || posts.SequenceBits != 10 || posts.MaxWorkers != 8192 || len(posts.Warnings) != 0 {
+			t.Errorf("instagram preset: %+v", posts)
+		}
+		// Contradictions across fields and presets or roles that do not
+		// exist: the first the description cannot express.
+		onF(specExchange{token: A, method: "PUT", path: "/v1/namespaces/x", body: []byte(`{"preset":"instagram","worker_bits":10}`), status: 400})
+		onL(specExchange{token: A, method: "PUT", path: "/v1/namespaces/x", body: []byte(`{"preset":"twitter"}`), status: 400, reqErr: badBody})
+		onF(specExchange{token: A, method: "PUT", path: "/v1/namespaces/x", body: []byte(`{"worker_role":"tenant"}`), status: 400, reqErr: badBody})
+		onF(specExchange{token: A, method: "PUT", path: "/v1/namespaces/x", body: []byte(`{"horizon_years":0}`), status: 400, reqErr: badBody})
+		var soon api.NamespaceCreated
+		onF(specExchange{token: A, method: "PUT", path: "/v1/namespaces/soon", body: []byte(`{"horizon_years":100}`), status: 201}).decode(t, &soon)
+		if len(soon.Warnings) != 1 || soon.HorizonYears != 100 {
+			t.Errorf("a layout that runs out within its horizon: %+v", soon)
+		}
+		var shard api.Lease
+		onF(specExchange{token: R, method: "POST", path: "/v1/namespaces/posts/leases", body: []byte(`{"holder":"db-17","worker_id":17}`), status: 201}).decode(t, &shard)
+		if shard.WorkerID != 17 || shard.Layout.WorkerRole != api.WorkerRoleShard {
+			t.Errorf("chosen shard 17: %+v", shard)
+		}
+		f, _ = both(specExchange{token: R, method: "POST", path: "/v1/namespaces/posts/leases", body: []byte(`{"holder":"db-17b","worker_id":17}`), status: 409})
+		var prob api.Problem
+		f.decode(t, &prob)
+		if prob.Type != api.ProblemWorkerUnavailable || prob.Holder != "db-17" || prob.State != "held" || prob.WorkerID == nil || *prob.WorkerID != 17 || prob.EarliestFreeMs == 0 {
+			t.Errorf("shard 17 held: %s", f.body)
+		}
+		onL(specExchange{token: R, method: "POST", path: "/v1/namespaces/posts/leases", body: []byte(`{"holder":"h"}`), status: 400})
+		onF(specExchange{token: R, method: "POST", path: "/v1/namespaces/posts/leases", body: []byte(`{"holder":"h","worker_id":8192}`), status: 400})
+		onL(specExchange{token: R, method: "POST", path: "/v1/namespaces/posts/leases", body: []byte(`{"holder":"h","worker_id":-1}`), status: 400, reqErr: badBody})
+		postsID := (int64(5)<<23 | 17<<10 | 3)
+		var si api.SnowflakeInspection
+		f, _ = both(specExchange{token: R, method: "GET", path: "/v1/inspect/snowflake/posts/" + strconv.FormatInt(postsID, 10), status: 200})
+		f.decode(t, &si)
+		if si.Shard == nil || *si.Shard != 17 || si.WorkerRole != api.WorkerRoleShard || si.Sequence != 3 {
+			t.Errorf("inspection of a shard ID: %s", f.body)
+		}
 	}
 
 	// The audit and inspection.

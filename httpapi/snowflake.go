@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,16 +18,20 @@ import (
 // Reads are linearizable reads on the leader.
 type SnowflakeStore interface {
 	// CreateNamespace creates a namespace, or finds it with the same
-	// settings (created false).
-	CreateNamespace(ctx context.Context, n domain.NamespaceSettings) (ns domain.Namespace, created bool, err error)
+	// settings (Created false); either way with the warnings about its
+	// layout.
+	CreateNamespace(ctx context.Context, n domain.NamespaceSettings) (domain.NamespaceCreated, error)
 	Namespace(ctx context.Context, name string) (domain.Namespace, error)
 	Namespaces(ctx context.Context) ([]domain.Namespace, error)
 	// The lease writes return the lease with its namespace, read from the
 	// state the write was applied to: a grant that committed is answered
 	// as granted, never with a 503 from a later leadership check.
-	// clientTimeMs is the holder's clock when it sent the request (0 if
-	// not given): recorded to bound its timestamps, never compared.
-	AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (domain.LeaseGrant, error)
+	// ClientTimeMs (of an acquire's request, and clientTimeMs of a
+	// renewal) is the holder's clock when it sent the request (0 if not
+	// given): recorded to bound its timestamps, never compared. An acquire
+	// that chooses a worker id gets that one, or an error of kind
+	// domain.ErrWorkerUnavailable carrying a *domain.WorkerUnavailableError.
+	AcquireLease(ctx context.Context, ns string, r domain.LeaseRequest) (domain.LeaseGrant, error)
 	RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (domain.LeaseGrant, error)
 	// ReleaseLease with token 0 revokes the lease whoever holds it.
 	ReleaseLease(ctx context.Context, ns string, worker int64, token uint64) (domain.LeaseGrant, error)
@@ -50,6 +55,9 @@ func (s *Service) createNamespace(c echo.Context) error {
 		Name: name, EpochMs: api.DefaultEpochMs, TimestampBits: api.DefaultTimestampBits,
 		WorkerBits: api.DefaultWorkerBits, SequenceBits: api.DefaultSequenceBits, TickMs: api.DefaultTickMs,
 		LeaseTTLMs: api.DefaultLeaseTTLMs, RecycleDelayMs: api.DefaultRecycleDelayMs,
+	}
+	if err := applyPreset(&n, req); err != nil {
+		return err
 	}
 	set := func(dst *int64, src *int64) {
 		if src != nil {
@@ -75,17 +83,82 @@ func (s *Service) createNamespace(c echo.Context) error {
 		n.MaxWorkers = int64(1) << n.WorkerBits
 	}
 	set(&n.MaxWorkers, req.MaxWorkers)
+	if h := req.HorizonYears; h != nil {
+		if *h < 1 || *h > maxHorizonYears {
+			return badRequest(fmt.Sprintf(`field "horizon_years" must be between 1 and %d, got %d`, maxHorizonYears, *h))
+		}
+		n.HorizonYears = *h
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	ns, created, err := s.store.CreateNamespace(ctx, n)
+	res, err := s.store.CreateNamespace(ctx, n)
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	status := http.StatusOK
-	if created {
+	if res.Created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, namespaceView(ns))
+	return c.JSON(status, api.NamespaceCreated{Namespace: namespaceView(res.Namespace), Warnings: res.Warnings})
+}
+
+// maxHorizonYears is the longest horizon_years a namespace may state (the
+// state machine's bound, fsm.MaxHorizonYears).
+const maxHorizonYears = 10_000
+
+// preset is a layout a namespace request may name instead of its fields.
+type preset struct {
+	epochMs                                 int64
+	timestampBits, workerBits, sequenceBits uint8
+	tickMs                                  int64
+	role                                    string
+}
+
+var presets = map[string]preset{
+	api.PresetInstagram: {epochMs: api.InstagramEpochMs, timestampBits: 40, workerBits: 13, sequenceBits: 10, tickMs: 1, role: api.WorkerRoleShard},
+}
+
+// applyPreset sets n's layout from req's preset (its defaults in n before
+// the request's own fields are applied), and its worker role. A bit field,
+// tick_ms or worker_role that the request gives and the preset sets
+// otherwise is a 400 naming each conflict.
+func applyPreset(n *domain.NamespaceSettings, req api.NamespaceRequest) error {
+	switch req.WorkerRole {
+	case "", api.WorkerRoleWorker:
+	case api.WorkerRoleShard:
+		n.WorkerRole = api.WorkerRoleShard
+	default:
+		return badRequest(fmt.Sprintf(`field "worker_role" must be %q or %q, got %q`, api.WorkerRoleWorker, api.WorkerRoleShard, req.WorkerRole))
+	}
+	if req.Preset == "" {
+		return nil
+	}
+	p, ok := presets[req.Preset]
+	if !ok {
+		return badRequest(fmt.Sprintf(`field "preset" names no preset: %q (known: %q)`, req.Preset, api.PresetInstagram))
+	}
+	var conflicts []string
+	bits := func(field string, got *uint8, want uint8) {
+		if got != nil && *got != want {
+			conflicts = append(conflicts, fmt.Sprintf("%s %d (the preset's is %d)", field, *got, want))
+		}
+	}
+	bits("timestamp_bits", req.TimestampBits, p.timestampBits)
+	bits("worker_bits", req.WorkerBits, p.workerBits)
+	bits("sequence_bits", req.SequenceBits, p.sequenceBits)
+	if req.TickMs != nil && *req.TickMs != p.tickMs {
+		conflicts = append(conflicts, fmt.Sprintf("tick_ms %d (the preset's is %d)", *req.TickMs, p.tickMs))
+	}
+	if role := req.WorkerRole; role != "" && role != p.role {
+		conflicts = append(conflicts, fmt.Sprintf("worker_role %q (the preset's is %q)", role, p.role))
+	}
+	if len(conflicts) > 0 {
+		return badRequest(fmt.Sprintf("preset %q sets timestamp_bits %d, worker_bits %d, sequence_bits %d, tick_ms %d and worker_role %q; the request contradicts it: %s",
+			req.Preset, p.timestampBits, p.workerBits, p.sequenceBits, p.tickMs, p.role, strings.Join(conflicts, ", ")))
+	}
+	n.EpochMs, n.TimestampBits, n.WorkerBits, n.SequenceBits, n.TickMs = p.epochMs, p.timestampBits, p.workerBits, p.sequenceBits, p.tickMs
+	n.WorkerRole = p.role
+	return nil
 }
 
 // namespaceView is the wire form of a namespace; the two types have the
@@ -146,9 +219,16 @@ func (s *Service) acquireLease(c echo.Context) error {
 	if req.ClientTimeMs < 0 {
 		return badRequest(`field "client_time_ms" must be a Unix time in milliseconds, not negative`)
 	}
+	r := domain.LeaseRequest{Holder: req.Holder, RequestID: req.RequestID, ClientTimeMs: req.ClientTimeMs}
+	if req.WorkerID != nil {
+		if *req.WorkerID < 0 {
+			return badRequest(fmt.Sprintf(`field "worker_id" must be a worker id (0 or more), got %d`, *req.WorkerID))
+		}
+		r.Chosen, r.WorkerID = true, *req.WorkerID
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	g, err := s.store.AcquireLease(ctx, c.Param("name"), req.Holder, req.RequestID, req.ClientTimeMs)
+	g, err := s.store.AcquireLease(ctx, c.Param("name"), r)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -310,9 +390,15 @@ func (s *Service) inspectSnowflake(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, api.SnowflakeInspection{
+	out := api.SnowflakeInspection{
 		Namespace: in.Namespace, ID: in.ID, TimeMs: in.TimeMs,
 		Time:     time.UnixMilli(in.TimeMs).UTC().Format(time.RFC3339Nano),
 		WorkerID: in.WorkerID, Sequence: in.Sequence, Holder: in.Holder, Found: in.Found,
-	})
+		WorkerRole: in.WorkerRole,
+	}
+	if in.WorkerRole == api.WorkerRoleShard {
+		shard := in.WorkerID
+		out.Shard = &shard
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -377,6 +377,8 @@ func bitsWord(n int) string {
 var classic = []Candidate{
 	{Layout: Layout{Name: "twitter", TimestampBits: 41, WorkerBits: 10, SequenceBits: 12, TickMs: 1},
 		Note: "Twitter Snowflake; ticketd's default"},
+	{Layout: Layout{Name: "instagram-preset", TimestampBits: 40, WorkerBits: 13, SequenceBits: 10, TickMs: 1},
+		Note: "ticketd's preset instagram: Instagram's shard and sequence bits, the timestamp one bit shorter so that IDs stay positive int64s"},
 	{Layout: Layout{Name: "instagram", TimestampBits: 41, WorkerBits: 13, SequenceBits: 10, TickMs: 1},
 		Note: "Instagram: 64 bits, so a signed int64 turns negative after 2^40 ms"},
 	{Layout: Layout{Name: "sonyflake", TimestampBits: 39, WorkerBits: 16, SequenceBits: 8, TickMs: 10},

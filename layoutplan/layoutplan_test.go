@@ -252,9 +252,13 @@ func TestPropose_WorkedExample(t *testing.T) {
 		{"most-generators", 40, 20, 3, 1, true},
 		{"fastest", 40, 10, 13, 1, true},
 		{"twitter", 41, 10, 12, 1, true},
+		{"instagram-preset", 40, 13, 10, 1, true},
 		// Sonyflake at 10 ms needs 37/10/6 (TestNeedsAt_HandComputed):
 		// 39/16/8 fits.
 		{"sonyflake", 39, 16, 8, 10, true},
+		// ticketd's instagram preset 40/13/10: 2^40 ms = 34.84 y ≥ 30;
+		// 2^10 per ms = 1,024,000 IDs/s; 8,192 shards ≥ 1,000: fits.
+		// (Listed with the fitting classics, in classic order.)
 		// Instagram uses 64 bits: listed last, refused.
 		{"instagram", 41, 13, 10, 1, false},
 	}
@@ -287,7 +291,7 @@ func TestPropose_WorkedExample(t *testing.T) {
 	if tw := p.Candidates[4]; tw.RateHeadroom != 819.2 {
 		t.Errorf("twitter: rate headroom %v, want 819.2", tw.RateHeadroom)
 	}
-	ig := p.Candidates[6]
+	ig := p.Candidates[7]
 	if len(ig.Shortfalls) != 1 || ig.Shortfalls[0].Field != "bits" || ig.Shortfalls[0].Bits != 1 ||
 		!strings.Contains(ig.Shortfalls[0].Message, "uses 64 bits, 1 over 63") {
 		t.Errorf("instagram: %+v", ig.Shortfalls)
@@ -322,13 +326,18 @@ func TestPropose_ClassicsShortByBits(t *testing.T) {
 		}
 	}
 	// Spare 1: balanced = longest (43/13/7), so longest is left out.
-	if names := candidateNames(p); strings.Join(names, ",") != "balanced,most-generators,fastest,twitter,instagram,sonyflake" {
+	if names := candidateNames(p); strings.Join(names, ",") != "balanced,most-generators,fastest,twitter,instagram-preset,instagram,sonyflake" {
 		t.Errorf("candidates %v", names)
 	}
 	// Twitter 41/10/12: timestamp 42−41 = 1 short (69.68 < 100 years),
 	// worker 13−10 = 3 short (1,024 < 5,000).
 	if got := short["twitter"]; len(got) != 2 || got["timestamp"] != 1 || got["worker"] != 3 {
 		t.Errorf("twitter shortfalls %v", got)
+	}
+	// The preset 40/13/10: timestamp 42−40 = 2 short (34.84 < 100
+	// years), shards enough (8,192 ≥ 5,000), sequence 10 bits, 7 needed.
+	if got := short["instagram-preset"]; len(got) != 1 || got["timestamp"] != 2 {
+		t.Errorf("instagram-preset shortfalls %v", got)
 	}
 	// Instagram 41/13/10: 64 bits, timestamp 1 short.
 	if got := short["instagram"]; len(got) != 2 || got["bits"] != 1 || got["timestamp"] != 1 {
@@ -378,7 +387,7 @@ func TestPropose_ExactFit_OneProposal(t *testing.T) {
 	if p.SpareBits != 0 {
 		t.Fatalf("spare %d", p.SpareBits)
 	}
-	if names := candidateNames(p); strings.Join(names, ",") != "balanced,twitter,instagram,sonyflake" {
+	if names := candidateNames(p); strings.Join(names, ",") != "balanced,twitter,instagram-preset,instagram,sonyflake" {
 		t.Fatalf("candidates %v", names)
 	}
 	if b := p.Candidates[0]; b.TimestampBits != 41 || b.WorkerBits != 10 || b.SequenceBits != 12 || b.RateHeadroom != 1 || b.GeneratorHeadroom != 1 {

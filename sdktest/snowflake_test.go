@@ -664,3 +664,42 @@ func (c aheadClock) Now() (time.Time, time.Duration) {
 	elapsed := time.Since(c.start)
 	return c.start.Round(0).Add(elapsed + c.ahead), elapsed
 }
+
+// TestSnowflake_Shard_ChosenWorkerID_OnARealCluster (issue #16): a namespace
+// made with the "instagram" preset; a generator leases shard 17 with
+// WithWorkerID; a second one asking for shard 17 gets a typed
+// *WorkerUnavailableError naming the first holder, and the shard once the
+// first generator has closed and the recycle delay has passed; its IDs
+// inspect as shard 17 on the cluster and decode to it in the SDK.
+func TestSnowflake_Shard_ChosenWorkerID_OnARealCluster(t *testing.T) {
+	_, urls, admin, ctx := snowflakeCluster(t, 60*time.Second, "posts",
+		api.NamespaceRequest{Preset: api.PresetInstagram, LeaseTTLMs: i64p(1000), RecycleDelayMs: i64p(1000)})
+	a := newSnowflake(t, newClient(t, urls), "posts", client.WithHolder("db-a"), client.WithWorkerID(17))
+	if l := waitLease(t, a, 10*time.Second); l.WorkerID != 17 || l.Layout.WorkerRole != api.WorkerRoleShard {
+		t.Fatalf("lease %+v", l)
+	}
+	b := newSnowflake(t, newClient(t, urls), "posts", client.WithHolder("db-b"), client.WithWorkerID(17))
+	err := b.Wait(ctxFor(t, time.Second))
+	var wu *client.WorkerUnavailableError
+	if !errors.As(err, &wu) || !errors.Is(err, client.ErrWorkerUnavailable) || wu.Holder != "db-a" || wu.WorkerID != 17 {
+		t.Fatalf("second generator on shard 17: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := waitLease(t, b, 20*time.Second)
+	if l.WorkerID != 17 {
+		t.Fatalf("lease %+v", l)
+	}
+	id, err := b.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := client.DecodeSnowflake(l.Layout, id); p.WorkerID != 17 {
+		t.Fatalf("ID %d decodes to %+v", id, p)
+	}
+	in, err := admin.InspectSnowflake(ctx, "posts", id)
+	if err != nil || in.Shard == nil || *in.Shard != 17 || in.Holder != "db-b" || !in.Found {
+		t.Fatalf("inspect %d: %+v %v", id, in, err)
+	}
+}

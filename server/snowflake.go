@@ -3,6 +3,7 @@ package server
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,27 +11,51 @@ import (
 
 	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/layoutplan"
 	"github.com/ticketd/ticketd/metrics"
 )
 
 // The Snowflake, audit and inspection side of store. Writes carry the
 // leader's stamp (its clock and ID); reads are verified on the leader.
 
-func (st store) CreateNamespace(ctx context.Context, n domain.NamespaceSettings) (domain.Namespace, bool, error) {
+func (st store) CreateNamespace(ctx context.Context, n domain.NamespaceSettings) (domain.NamespaceCreated, error) {
 	layout := fsm.Namespace{
 		Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
 		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
-		RecycleDelayMs: n.RecycleDelayMs,
+		RecycleDelayMs: n.RecycleDelayMs, WorkerRole: n.WorkerRole, HorizonYears: n.HorizonYears,
+	}
+	if layout.HorizonYears == fsm.DefaultHorizonYears {
+		// Stating the default and leaving it out are the same settings
+		// (a namespace made before issue #16 has none).
+		layout.HorizonYears = 0
 	}
 	resp, err := st.s.node.Apply(ctx, fsm.EncodeCreateNamespace(fsm.CreateNamespace{Namespace: layout, Stamp: st.s.node.Stamp()}))
 	if err != nil {
-		return domain.Namespace{}, false, kindOf(err)
+		return domain.NamespaceCreated{}, kindOf(err)
 	}
 	res, ok := resp.(fsm.NamespaceResult)
 	if !ok {
-		return domain.Namespace{}, false, fmt.Errorf("create namespace: unexpected FSM response %T", resp)
+		return domain.NamespaceCreated{}, fmt.Errorf("create namespace: unexpected FSM response %T", resp)
 	}
-	return namespaceOf(res.Namespace, st.clock()), res.Created, nil
+	now := st.clock()
+	return domain.NamespaceCreated{Namespace: namespaceOf(res.Namespace, now), Created: res.Created, Warnings: layoutWarnings(res.Namespace, now)}, nil
+}
+
+// layoutWarnings is what is wrong with a namespace the state machine took
+// (issue #16): its timestamp bits run out within its horizon from nowMs,
+// this leader's wall clock. A warning, never a refusal: the refusal of a
+// layout with under 10 years left is the state machine's rule, judged at
+// the creating entry's stamp.
+func layoutWarnings(n fsm.Namespace, nowMs int64) []string {
+	l := layoutplan.Layout{Name: n.Name, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits, SequenceBits: n.SequenceBits,
+		TickMs: n.TickMs, EpochMs: n.EpochMs}
+	within, years := layoutplan.ExhaustsWithin(l, nowMs, n.Horizon()*layoutplan.YearMs)
+	if !within {
+		return nil
+	}
+	return []string{fmt.Sprintf("the timestamp bits of %q run out at %s, %.1f years from now: within its horizon of %d years (horizon_years). "+
+		"More timestamp bits, a longer tick_ms or a later epoch_ms last longer (ticketd plan proposes layouts); or state the horizon the IDs need",
+		n.Name, time.UnixMilli(l.ExhaustsAtMs()).UTC().Format(time.RFC3339), years, n.Horizon())}
 }
 
 func (st store) Namespace(ctx context.Context, name string) (domain.Namespace, error) {
@@ -81,8 +106,17 @@ func (st store) lease(ctx context.Context, ns string, op fsm.LeaseOp) (domain.Le
 	return domain.LeaseGrant{Lease: leaseOf(l), Namespace: namespaceOf(n, st.clock())}, nil
 }
 
-func (st store) AcquireLease(ctx context.Context, ns, holder, requestID string, clientTimeMs int64) (domain.LeaseGrant, error) {
-	return st.lease(ctx, ns, fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: ns, Holder: holder, RequestID: requestID, ClientTimeMs: clientTimeMs})
+func (st store) AcquireLease(ctx context.Context, ns string, r domain.LeaseRequest) (domain.LeaseGrant, error) {
+	g, err := st.lease(ctx, ns, fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: ns, Holder: r.Holder, RequestID: r.RequestID,
+		ClientTimeMs: r.ClientTimeMs, Chosen: r.Chosen, WorkerID: r.WorkerID})
+	var wu fsm.WorkerUnavailableError
+	if errors.As(err, &wu) {
+		return g, domain.Wrap(domain.ErrWorkerUnavailable, &domain.WorkerUnavailableError{
+			Namespace: wu.Namespace, WorkerID: wu.WorkerID, Holder: wu.Holder, State: string(wu.State), EndReason: wu.EndReason,
+			EarliestFreeMs: wu.EarliestFreeMs, Message: wu.Error(),
+		})
+	}
+	return g, err
 }
 
 func (st store) RenewLease(ctx context.Context, ns string, worker int64, token uint64, clientTimeMs int64) (domain.LeaseGrant, error) {
@@ -166,7 +200,7 @@ func (st store) InspectSnowflake(ctx context.Context, ns string, id int64) (doma
 		return domain.SnowflakeInspection{}, kindOf(fmt.Errorf("%w: %q", fsm.ErrNamespaceNotFound, ns))
 	}
 	d := n.Decode(id)
-	out := domain.SnowflakeInspection{Namespace: ns, ID: id, TimeMs: d.TimeMs, WorkerID: d.WorkerID, Sequence: d.Sequence}
+	out := domain.SnowflakeInspection{Namespace: ns, ID: id, TimeMs: d.TimeMs, WorkerID: d.WorkerID, Sequence: d.Sequence, WorkerRole: workerRole(n.WorkerRole)}
 	if rec, _, held := f.FindLease(ns, d.WorkerID, d.TimeMs); rec.Token != 0 {
 		out.Holder, out.Found = rec.Holder, held
 	}

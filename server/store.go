@@ -28,6 +28,7 @@ var errorKinds = []struct {
 	{domain.ErrInvalid, []error{fsm.ErrInvalidCommand, fsm.ErrBackupInvalid, cluster.ErrMemberUnreachable}},
 	{domain.ErrNoWorkerFree, []error{fsm.ErrNoWorkerFree}},
 	{domain.ErrLeaseLost, []error{fsm.ErrLeaseLost}},
+	{domain.ErrWorkerUnavailable, []error{fsm.ErrWorkerUnavailable}},
 	{domain.ErrUnavailable, []error{
 		cluster.ErrNotLeader, cluster.ErrLeadershipLost, cluster.ErrNotConfirmed, cluster.ErrTimeout, cluster.ErrShutdown,
 		issuer.ErrNotServing, issuer.ErrStaleLeadership, issuer.ErrContended,
@@ -63,7 +64,17 @@ func namespaceOf(n fsm.Namespace, nowMs int64) domain.Namespace {
 		Name: n.Name, EpochMs: n.EpochMs, TimestampBits: n.TimestampBits, WorkerBits: n.WorkerBits,
 		SequenceBits: n.SequenceBits, TickMs: n.TickMs, MaxWorkers: n.MaxWorkers, LeaseTTLMs: n.LeaseTTLMs,
 		RecycleDelayMs: n.RecycleDelayMs, EndMs: n.EndMs(), YearsLeft: n.YearsLeft(nowMs),
+		WorkerRole: workerRole(n.WorkerRole), HorizonYears: n.Horizon(),
 	}
+}
+
+// workerRole is the API's name of a namespace's worker role: the state
+// machine records none for worker ids, as before issue #16.
+func workerRole(r string) string {
+	if r == "" {
+		return "worker"
+	}
+	return r
 }
 
 func leaseOf(l fsm.Lease) domain.Lease {

@@ -45,6 +45,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 		if err := getJSON(ctx, co, "/v1/inspect/snowflake/"+url.PathEscape(*ns)+"/"+pos[0], &out); err != nil {
 			return err
 		}
+		fmt.Fprintln(stderr, snowflakeSummary(out))
 		return printJSON(stdout, out)
 	}
 	var out api.RangeInspection
@@ -52,6 +53,20 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return printJSON(stdout, out)
+}
+
+// snowflakeSummary says in words what an inspected Snowflake ID is made of:
+// "shard 17" for a namespace of worker role shard, "worker 17" otherwise.
+func snowflakeSummary(in api.SnowflakeInspection) string {
+	what := fmt.Sprintf("worker %d", in.WorkerID)
+	if in.Shard != nil {
+		what = fmt.Sprintf("shard %d", *in.Shard)
+	}
+	s := fmt.Sprintf("%s %d: %s, sequence %d, at %s", in.Namespace, in.ID, what, in.Sequence, in.Time)
+	if in.Found {
+		s += ", lease held by " + strconv.Quote(in.Holder)
+	}
+	return s
 }
 
 func auditCmd(args []string, stdout, stderr io.Writer) error {
@@ -91,21 +106,37 @@ func namespacesCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
 	create := fs.Bool("create", false, "create the named namespace (defaults: 41/10/12 bits from 2020-01-01, 30 s leases)")
+	preset := fs.String("preset", "", `with --create: a layout preset; "instagram": shard-embedding IDs, 40 bits of ms, 13 of shard, 10 of sequence (lease a shard with worker_id)`)
+	horizon := fs.Int64("horizon-years", 0, "with --create: how long the namespace is meant to last (default 30); a layout that runs out sooner is created with a warning")
 	leases := fs.Bool("leases", false, "list the namespace's worker-id leases")
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 || ((*create || *leases) && len(pos) != 1) {
-		return usageError{"usage: ticketd namespaces [NS] [--create | --leases]"}
+	if len(pos) > 1 || ((*create || *leases) && len(pos) != 1) || (!*create && (*preset != "" || *horizon != 0)) {
+		return usageError{"usage: ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases]"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *co.timeout)
 	defer cancel()
 	switch {
 	case *create:
-		data, err := adminCall(ctx, co, http.MethodPut, "/v1/namespaces/"+url.PathEscape(pos[0]), nil)
+		var body []byte
+		if *preset != "" || *horizon != 0 {
+			req := api.NamespaceRequest{Preset: *preset}
+			if *horizon != 0 {
+				req.HorizonYears = horizon
+			}
+			body, _ = json.Marshal(req)
+		}
+		data, err := adminCall(ctx, co, http.MethodPut, "/v1/namespaces/"+url.PathEscape(pos[0]), body)
 		if err != nil {
 			return err
+		}
+		var out api.NamespaceCreated
+		if json.Unmarshal(data, &out) == nil {
+			for _, w := range out.Warnings {
+				fmt.Fprintln(stderr, "warning: "+w)
+			}
 		}
 		_, err = stdout.Write(data)
 		return err

@@ -57,7 +57,8 @@ usage:
   ticketd status                                 show the cluster as a node sees it, and capacity left
   ticketd join      --id ID --raft-addr A --http-addr H   add a node
   ticketd remove    ID                           remove a node
-  ticketd namespaces [NS] [--create | --leases]  Snowflake namespaces and their worker-id leases
+  ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases]
+                                                 Snowflake namespaces and their worker-id leases
   ticketd inspect   (--namespace NS | --sequence SEQ) ID   decode a Snowflake ID / locate a range ID
   ticketd audit     [--list]                     run the uniqueness probe on the allocation audit
   ticketd backup    --out FILE                   write a consistent backup of every sequence

@@ -59,6 +59,9 @@ func TestPlanCmd_WorkedExample_Table(t *testing.T) {
 	//   twitter 41/10/12: 2^41 ms = 69.68 y; 4,096,000 IDs/s (819.2×).
 	//   sonyflake 39/16/8 at 10 ms: 2^39 × 10 ms = 174.21 y; 256 per
 	//     10 ms = 25,600 IDs/s (5.12×); 65,536 (65.536×).
+	//   instagram-preset 40/13/10 (ticketd's preset): 2^40 ms = 34.84 y
+	//     from the epoch, 2061-09-27; 1,024,000 IDs/s (204.8×); 8,192
+	//     shards (8.192×).
 	//   instagram 41/13/10: 1,024,000 IDs/s (204.8×); 64 bits.
 	rows := []string{
 		"LAYOUT T/W/S BITS TICK RUNS OUT YEARS LEFT IDS/S PER GENERATOR WORKER IDS IDS/S OF 1,000 GENERATORS VERDICT",
@@ -67,6 +70,7 @@ func TestPlanCmd_WorkedExample_Table(t *testing.T) {
 		"most-generators 40/20/3 1 ms 2061-09-27 34.8 8,000 (1.60×) 1,048,576 (1,048×) 8,000,000 fits",
 		"fastest 40/10/13 1 ms 2061-09-27 34.8 8,192,000 (1,638×) 1,024 (1.02×) 8,192,000,000 fits",
 		"twitter 41/10/12 1 ms 2096-07-31 69.6 4,096,000 (819×) 1,024 (1.02×) 4,096,000,000 fits",
+		"instagram-preset 40/13/10 1 ms 2061-09-27 34.8 1,024,000 (204×) 8,192 (8.19×) 1,024,000,000 fits",
 		"sonyflake 39/16/8 10 ms 2201-02-10 174.2 25,600 (5.12×) 65,536 (65.5×) 25,600,000 fits",
 		"instagram 41/13/10 1 ms 2096-07-31 69.6 1,024,000 (204×) 8,192 (8.19×) 1,024,000,000 NO: uses 64 bits, 1 over 63: ticketd cannot create it",
 	}
@@ -155,7 +159,7 @@ func TestPlanCmd_JSON(t *testing.T) {
 		got.CreateBody != `{"epoch_ms":1795564800000,"timestamp_bits":44,"worker_bits":13,"sequence_bits":6,"tick_ms":1}` {
 		t.Errorf("epoch %q, recommended %q, body %q", got.Epoch, got.Recommended, got.CreateBody)
 	}
-	if len(got.Candidates) != 7 {
+	if len(got.Candidates) != 8 {
 		t.Fatalf("%d candidates", len(got.Candidates))
 	}
 	// Balanced: epoch + 2^44 ms = 1,795,564,800,000 + 17,592,186,044,416
@@ -170,7 +174,7 @@ func TestPlanCmd_JSON(t *testing.T) {
 	if math.Abs(b.YearsLeft-557.4613) > 0.0001 {
 		t.Errorf("balanced years left %.4f", b.YearsLeft)
 	}
-	ig := got.Candidates[6]
+	ig := got.Candidates[7]
 	if ig.Name != "instagram" || ig.Fits || len(ig.Shortfalls) != 1 || ig.Shortfalls[0].Field != "bits" || ig.Shortfalls[0].Bits != 1 {
 		t.Errorf("instagram %+v", ig)
 	}

@@ -21,6 +21,7 @@ import (
 const (
 	AuditRecordKindBlock AuditRecordKind = "block"
 	AuditRecordKindLease AuditRecordKind = "lease"
+	AuditRecordKindRaise AuditRecordKind = "raise"
 )
 
 // Valid indicates whether the value is a known member of the AuditRecordKind enum.
@@ -29,6 +30,8 @@ func (e AuditRecordKind) Valid() bool {
 	case AuditRecordKindBlock:
 		return true
 	case AuditRecordKindLease:
+		return true
+	case AuditRecordKindRaise:
 		return true
 	default:
 		return false
@@ -39,6 +42,7 @@ func (e AuditRecordKind) Valid() bool {
 const (
 	AuditViolationKindBlock AuditViolationKind = "block"
 	AuditViolationKindLease AuditViolationKind = "lease"
+	AuditViolationKindRaise AuditViolationKind = "raise"
 )
 
 // Valid indicates whether the value is a known member of the AuditViolationKind enum.
@@ -47,6 +51,8 @@ func (e AuditViolationKind) Valid() bool {
 	case AuditViolationKindBlock:
 		return true
 	case AuditViolationKindLease:
+		return true
+	case AuditViolationKindRaise:
 		return true
 	default:
 		return false
@@ -119,6 +125,57 @@ func (e LeaseState) Valid() bool {
 	}
 }
 
+// Defines values for NamespaceWorkerRole.
+const (
+	NamespaceWorkerRoleShard  NamespaceWorkerRole = "shard"
+	NamespaceWorkerRoleWorker NamespaceWorkerRole = "worker"
+)
+
+// Valid indicates whether the value is a known member of the NamespaceWorkerRole enum.
+func (e NamespaceWorkerRole) Valid() bool {
+	switch e {
+	case NamespaceWorkerRoleShard:
+		return true
+	case NamespaceWorkerRoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NamespaceRequestPreset.
+const (
+	Instagram NamespaceRequestPreset = "instagram"
+)
+
+// Valid indicates whether the value is a known member of the NamespaceRequestPreset enum.
+func (e NamespaceRequestPreset) Valid() bool {
+	switch e {
+	case Instagram:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NamespaceRequestWorkerRole.
+const (
+	NamespaceRequestWorkerRoleShard  NamespaceRequestWorkerRole = "shard"
+	NamespaceRequestWorkerRoleWorker NamespaceRequestWorkerRole = "worker"
+)
+
+// Valid indicates whether the value is a known member of the NamespaceRequestWorkerRole enum.
+func (e NamespaceRequestWorkerRole) Valid() bool {
+	switch e {
+	case NamespaceRequestWorkerRoleShard:
+		return true
+	case NamespaceRequestWorkerRoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NodeStorageErrorKind.
 const (
 	Io       NodeStorageErrorKind = "io"
@@ -137,6 +194,24 @@ func (e NodeStorageErrorKind) Valid() bool {
 	case Other:
 		return true
 	case ReadOnly:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnowflakeInspectionWorkerRole.
+const (
+	SnowflakeInspectionWorkerRoleShard  SnowflakeInspectionWorkerRole = "shard"
+	SnowflakeInspectionWorkerRoleWorker SnowflakeInspectionWorkerRole = "worker"
+)
+
+// Valid indicates whether the value is a known member of the SnowflakeInspectionWorkerRole enum.
+func (e SnowflakeInspectionWorkerRole) Valid() bool {
+	switch e {
+	case SnowflakeInspectionWorkerRoleShard:
+		return true
+	case SnowflakeInspectionWorkerRoleWorker:
 		return true
 	default:
 		return false
@@ -430,13 +505,16 @@ func (e NoWorkerFreeStatus) Valid() bool {
 
 // Defines values for NoWorkerFreeType.
 const (
-	NoWorkerFreeTypeUrnTicketdProblemNoWorkerFree NoWorkerFreeType = "urn:ticketd:problem:no-worker-free"
+	NoWorkerFreeTypeUrnTicketdProblemNoWorkerFree      NoWorkerFreeType = "urn:ticketd:problem:no-worker-free"
+	NoWorkerFreeTypeUrnTicketdProblemWorkerUnavailable NoWorkerFreeType = "urn:ticketd:problem:worker-unavailable"
 )
 
 // Valid indicates whether the value is a known member of the NoWorkerFreeType enum.
 func (e NoWorkerFreeType) Valid() bool {
 	switch e {
 	case NoWorkerFreeTypeUrnTicketdProblemNoWorkerFree:
+		return true
+	case NoWorkerFreeTypeUrnTicketdProblemWorkerUnavailable:
 		return true
 	default:
 		return false
@@ -3130,13 +3208,16 @@ func (e AcquireLease409ApplicationProblemPlusJSONResponseBodyStatus) Valid() boo
 
 // Defines values for AcquireLease409ApplicationProblemPlusJSONResponseBodyType.
 const (
-	AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerFree AcquireLease409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:no-worker-free"
+	AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerFree      AcquireLease409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:no-worker-free"
+	AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemWorkerUnavailable AcquireLease409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:worker-unavailable"
 )
 
 // Valid indicates whether the value is a known member of the AcquireLease409ApplicationProblemPlusJSONResponseBodyType enum.
 func (e AcquireLease409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
 	case AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerFree:
+		return true
+	case AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemWorkerUnavailable:
 		return true
 	default:
 		return false
@@ -4673,6 +4754,246 @@ func (e CreateSequence500ApplicationProblemPlusJSONResponseBodyType) Valid() boo
 	}
 }
 
+// Defines values for RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatusN400 RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatus = 400
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatusN400:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence400ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence400ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBadRequest RaiseSequence400ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:bad-request"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence400ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence400ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence400ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatusN401 RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatus = 401
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatusN401:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence401ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence401ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemUnauthorized RaiseSequence401ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence401ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence401ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence401ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatusN403 RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatus = 403
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatusN403:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence403ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence403ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemForbidden RaiseSequence403ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:forbidden"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence403ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence403ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence403ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatusN404 RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatus = 404
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatusN404:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence404ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence404ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemSequenceNotFound RaiseSequence404ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:sequence-not-found"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence404ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence404ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence404ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemSequenceNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatusN409 RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus = 409
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatusN409:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence409ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemSequenceExhausted RaiseSequence409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:sequence-exhausted"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence409ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemSequenceExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatusN413 RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatus = 413
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatusN413:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence413ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence413ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBodyTooLarge RaiseSequence413ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:body-too-large"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence413ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence413ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence413ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBodyTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatusN429 RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatus = 429
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatusN429:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence429ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence429ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemTooManyRequests RaiseSequence429ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:too-many-requests"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence429ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence429ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence429ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemTooManyRequests:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatusN500 RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatus = 500
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatusN500:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RaiseSequence500ApplicationProblemPlusJSONResponseBodyType.
+const (
+	RaiseSequence500ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemInternal RaiseSequence500ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:internal"
+)
+
+// Valid indicates whether the value is a known member of the RaiseSequence500ApplicationProblemPlusJSONResponseBodyType enum.
+func (e RaiseSequence500ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case RaiseSequence500ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemInternal:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReserveRange400ApplicationProblemPlusJSONResponseBodyStatus.
 const (
 	ReserveRange400ApplicationProblemPlusJSONResponseBodyStatusN400 ReserveRange400ApplicationProblemPlusJSONResponseBodyStatus = 400
@@ -5109,6 +5430,9 @@ type LeaseRequest struct {
 
 	// RequestId Makes the acquire idempotent: a retry with the same id while the lease it got is still held returns that lease. At most 128 bytes; every client that retries should send one.
 	RequestId *string `json:"request_id,omitempty"`
+
+	// WorkerId Asks for this worker id and no other (required in a namespace of `worker_role` shard: the shard). Granted only if it was never leased or its recycle delay has passed, with the same token and recycle rules as any lease; otherwise 409 `worker-unavailable`. Beyond `max_workers` is 400.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // LeaseTokenRequest defines model for LeaseTokenRequest.
@@ -5139,10 +5463,13 @@ type Name = string
 // Namespace defines model for Namespace.
 type Namespace struct {
 	// EndMs The last Unix millisecond the timestamp bits can express.
-	EndMs      int64 `json:"end_ms"`
-	EpochMs    int64 `json:"epoch_ms"`
-	LeaseTtlMs int64 `json:"lease_ttl_ms"`
-	MaxWorkers int64 `json:"max_workers"`
+	EndMs   int64 `json:"end_ms"`
+	EpochMs int64 `json:"epoch_ms"`
+
+	// HorizonYears How long the namespace is meant to last.
+	HorizonYears *int64 `json:"horizon_years,omitempty"`
+	LeaseTtlMs   int64  `json:"lease_ttl_ms"`
+	MaxWorkers   int64  `json:"max_workers"`
 
 	// Name A sequence or namespace name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.
 	//
@@ -5152,11 +5479,20 @@ type Namespace struct {
 	SequenceBits   uint8 `json:"sequence_bits"`
 	TickMs         int64 `json:"tick_ms"`
 	TimestampBits  uint8 `json:"timestamp_bits"`
-	WorkerBits     uint8 `json:"worker_bits"`
+
+	// Warnings Only in the answers to PUT: what is wrong with a layout the cluster accepted, such as timestamp bits that run out within `horizon_years`.
+	Warnings   *[]string `json:"warnings,omitempty"`
+	WorkerBits uint8     `json:"worker_bits"`
+
+	// WorkerRole `shard`: the worker field of an ID is a logical shard, leased only by choosing it.
+	WorkerRole *NamespaceWorkerRole `json:"worker_role,omitempty"`
 
 	// YearsLeft How far `end_ms` is from the cluster's clock.
 	YearsLeft float64 `json:"years_left"`
 }
+
+// NamespaceWorkerRole `shard`: the worker field of an ID is a logical shard, leased only by choosing it.
+type NamespaceWorkerRole string
 
 // NamespaceList defines model for NamespaceList.
 type NamespaceList struct {
@@ -5168,11 +5504,17 @@ type NamespaceRequest struct {
 	// EpochMs Unix ms of timestamp 0 (default 1577836800000, 2020-01-01).
 	EpochMs *int64 `json:"epoch_ms,omitempty"`
 
+	// HorizonYears How long the namespace is meant to last (default 30): creating one whose timestamp bits run out sooner succeeds with a warning.
+	HorizonYears *int64 `json:"horizon_years,omitempty"`
+
 	// LeaseTtlMs Default 30000.
 	LeaseTtlMs *int64 `json:"lease_ttl_ms,omitempty"`
 
 	// MaxWorkers At most 2^worker_bits (the default).
 	MaxWorkers *int64 `json:"max_workers,omitempty"`
+
+	// Preset A layout to start from. `instagram`: Instagram's shard-embedding IDs as they fit a positive int64: 40 bits of milliseconds (34.8 years), 13 of logical shard, 10 of per-shard sequence, `tick_ms` 1, `worker_role` shard, `max_workers` 8192 and `epoch_ms` 1767225600000 (2026-01-01) unless given. The request's bit fields, `tick_ms` and `worker_role` may only repeat the preset's.
+	Preset *NamespaceRequestPreset `json:"preset,omitempty"`
 
 	// RecycleDelayMs How long an ended lease's worker id rests; at least `lease_ttl_ms` (default 60000, or twice `lease_ttl_ms` when only that is given).
 	RecycleDelayMs *int64 `json:"recycle_delay_ms,omitempty"`
@@ -5188,7 +5530,16 @@ type NamespaceRequest struct {
 
 	// WorkerBits Default 10.
 	WorkerBits *uint8 `json:"worker_bits,omitempty"`
+
+	// WorkerRole What the worker field of an ID is: `worker` (default: a lease gets any free worker id) or `shard` (a logical shard: a lease must choose it with `worker_id`).
+	WorkerRole *NamespaceRequestWorkerRole `json:"worker_role,omitempty"`
 }
+
+// NamespaceRequestPreset A layout to start from. `instagram`: Instagram's shard-embedding IDs as they fit a positive int64: 40 bits of milliseconds (34.8 years), 13 of logical shard, 10 of per-shard sequence, `tick_ms` 1, `worker_role` shard, `max_workers` 8192 and `epoch_ms` 1767225600000 (2026-01-01) unless given. The request's bit fields, `tick_ms` and `worker_role` may only repeat the preset's.
+type NamespaceRequestPreset string
+
+// NamespaceRequestWorkerRole What the worker field of an ID is: `worker` (default: a lease gets any free worker id) or `shard` (a logical shard: a lease must choose it with `worker_id`).
+type NamespaceRequestWorkerRole string
 
 // NodeStatus One member as the gathering node reached it: its status when it answered, otherwise why not.
 type NodeStatus struct {
@@ -5234,15 +5585,48 @@ type Problem struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State *string `json:"state,omitempty"`
 
 	// Status The HTTP status of the answer.
 	Status int    `json:"status"`
 	Title  string `json:"title"`
 
-	// Type A stable identifier to switch on: `urn:ticketd:problem:` and one of bad-request, sequence-not-found, sequence-exhausted, conflict, body-too-large, unavailable, member-not-found, internal, route-not-found, method-not-allowed, unsupported-media-type, unauthorized, forbidden, too-many-requests, namespace-not-found, no-worker-free, lease-lost.
+	// Type A stable identifier to switch on: `urn:ticketd:problem:` and one of bad-request, sequence-not-found, sequence-exhausted, conflict, body-too-large, unavailable, member-not-found, internal, route-not-found, method-not-allowed, unsupported-media-type, unauthorized, forbidden, too-many-requests, namespace-not-found, no-worker-free, lease-lost, worker-unavailable.
 	Type string `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
+}
+
+// RaiseSequenceRequest defines model for RaiseSequenceRequest.
+type RaiseSequenceRequest struct {
+	// AtLeast The high-water mark the sequence must have afterwards; every ID handed out after the call is above it.
+	AtLeast int64 `json:"at_least"`
+}
+
+// RaiseSequenceResult defines model for RaiseSequenceResult.
+type RaiseSequenceResult struct {
+	// Raised False when the mark was already at or above at_least (nothing changed).
+	Raised   bool     `json:"raised"`
+	Sequence Sequence `json:"sequence"`
+
+	// Skipped IDs the raise passed over: never handed out, and never to be.
+	Skipped int64 `json:"skipped"`
 }
 
 // Range An inclusive range of IDs: `last - first + 1` of them, each handed out exactly once.
@@ -5319,24 +5703,50 @@ type SnowflakeInspection struct {
 	Namespace Name  `json:"namespace"`
 	Sequence  int64 `json:"sequence"`
 
+	// Shard For a namespace of `worker_role` shard: the shard the ID belongs to (its worker id).
+	Shard *int64 `json:"shard,omitempty"`
+
 	// Time The same, RFC 3339 in UTC.
 	Time time.Time `json:"time"`
 
 	// TimeMs The ID's timestamp, Unix ms.
 	TimeMs   int64 `json:"time_ms"`
 	WorkerId int64 `json:"worker_id"`
+
+	// WorkerRole The namespace's worker role.
+	WorkerRole *SnowflakeInspectionWorkerRole `json:"worker_role,omitempty"`
 }
+
+// SnowflakeInspectionWorkerRole The namespace's worker role.
+type SnowflakeInspectionWorkerRole string
 
 // UnavailableProblem defines model for UnavailableProblem.
 type UnavailableProblem struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string                  `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                  `json:"state,omitempty"`
 	Status UnavailableProblemStatus `json:"status"`
 	Title  string                   `json:"title"`
 	Type   UnavailableProblemType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // UnavailableProblemStatus defines model for UnavailableProblem.Status.
@@ -5374,11 +5784,28 @@ type BadRequest struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string          `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string          `json:"state,omitempty"`
 	Status BadRequestStatus `json:"status"`
 	Title  string           `json:"title"`
 	Type   BadRequestType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // BadRequestStatus defines model for BadRequest.Status.
@@ -5392,11 +5819,28 @@ type BodyTooLarge struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string            `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string            `json:"state,omitempty"`
 	Status BodyTooLargeStatus `json:"status"`
 	Title  string             `json:"title"`
 	Type   BodyTooLargeType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // BodyTooLargeStatus defines model for BodyTooLarge.Status.
@@ -5410,11 +5854,28 @@ type Conflict struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string        `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string        `json:"state,omitempty"`
 	Status ConflictStatus `json:"status"`
 	Title  string         `json:"title"`
 	Type   ConflictType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // ConflictStatus defines model for Conflict.Status.
@@ -5428,11 +5889,28 @@ type Forbidden struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string         `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string         `json:"state,omitempty"`
 	Status ForbiddenStatus `json:"status"`
 	Title  string          `json:"title"`
 	Type   ForbiddenType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // ForbiddenStatus defines model for Forbidden.Status.
@@ -5446,11 +5924,28 @@ type Internal struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string        `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string        `json:"state,omitempty"`
 	Status InternalStatus `json:"status"`
 	Title  string         `json:"title"`
 	Type   InternalType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // InternalStatus defines model for Internal.Status.
@@ -5464,11 +5959,28 @@ type LeaseLost struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string         `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string         `json:"state,omitempty"`
 	Status LeaseLostStatus `json:"status"`
 	Title  string          `json:"title"`
 	Type   LeaseLostType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // LeaseLostStatus defines model for LeaseLost.Status.
@@ -5482,11 +5994,28 @@ type MemberNotFound struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string              `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string              `json:"state,omitempty"`
 	Status MemberNotFoundStatus `json:"status"`
 	Title  string               `json:"title"`
 	Type   MemberNotFoundType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // MemberNotFoundStatus defines model for MemberNotFound.Status.
@@ -5500,11 +6029,28 @@ type NamespaceNotFound struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string                 `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                 `json:"state,omitempty"`
 	Status NamespaceNotFoundStatus `json:"status"`
 	Title  string                  `json:"title"`
 	Type   NamespaceNotFoundType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // NamespaceNotFoundStatus defines model for NamespaceNotFound.Status.
@@ -5518,11 +6064,28 @@ type NoWorkerFree struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string            `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string            `json:"state,omitempty"`
 	Status NoWorkerFreeStatus `json:"status"`
 	Title  string             `json:"title"`
 	Type   NoWorkerFreeType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // NoWorkerFreeStatus defines model for NoWorkerFree.Status.
@@ -5536,11 +6099,28 @@ type SequenceExhausted struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string                 `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                 `json:"state,omitempty"`
 	Status SequenceExhaustedStatus `json:"status"`
 	Title  string                  `json:"title"`
 	Type   SequenceExhaustedType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // SequenceExhaustedStatus defines model for SequenceExhausted.Status.
@@ -5554,11 +6134,28 @@ type SequenceNotFound struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string                `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                `json:"state,omitempty"`
 	Status SequenceNotFoundStatus `json:"status"`
 	Title  string                 `json:"title"`
 	Type   SequenceNotFoundType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // SequenceNotFoundStatus defines model for SequenceNotFound.Status.
@@ -5572,11 +6169,28 @@ type TooManyRequests struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string               `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string               `json:"state,omitempty"`
 	Status TooManyRequestsStatus `json:"status"`
 	Title  string                `json:"title"`
 	Type   TooManyRequestsType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // TooManyRequestsStatus defines model for TooManyRequests.Status.
@@ -5590,11 +6204,28 @@ type Unauthorized struct {
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
-	Leader *string            `json:"leader,omitempty"`
+	Leader *string `json:"leader,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string            `json:"state,omitempty"`
 	Status UnauthorizedStatus `json:"status"`
 	Title  string             `json:"title"`
 	Type   UnauthorizedType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
 // UnauthorizedStatus defines model for Unauthorized.Status.
@@ -6452,6 +7083,54 @@ type CreateSequence500ApplicationProblemPlusJSONResponseBodyStatus int
 // CreateSequence500ApplicationProblemPlusJSONResponseBodyType defines parameters for CreateSequence.
 type CreateSequence500ApplicationProblemPlusJSONResponseBodyType string
 
+// RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence400ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence400ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence400ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence401ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence401ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence401ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence403ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence403ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence403ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence404ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence404ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence404ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence409ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence409ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence413ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence413ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence413ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence429ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence429ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence429ApplicationProblemPlusJSONResponseBodyType string
+
+// RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatus defines parameters for RaiseSequence.
+type RaiseSequence500ApplicationProblemPlusJSONResponseBodyStatus int
+
+// RaiseSequence500ApplicationProblemPlusJSONResponseBodyType defines parameters for RaiseSequence.
+type RaiseSequence500ApplicationProblemPlusJSONResponseBodyType string
+
 // ReserveRange400ApplicationProblemPlusJSONResponseBodyStatus defines parameters for ReserveRange.
 type ReserveRange400ApplicationProblemPlusJSONResponseBodyStatus int
 
@@ -6520,6 +7199,9 @@ type RenewLeaseJSONRequestBody = LeaseTokenRequest
 
 // CreateSequenceJSONRequestBody defines body for CreateSequence for application/json ContentType.
 type CreateSequenceJSONRequestBody = CreateSequenceRequest
+
+// RaiseSequenceJSONRequestBody defines body for RaiseSequence for application/json ContentType.
+type RaiseSequenceJSONRequestBody = RaiseSequenceRequest
 
 // ReserveRangeJSONRequestBody defines body for ReserveRange for application/json ContentType.
 type ReserveRangeJSONRequestBody = ReserveRequest
@@ -6754,7 +7436,7 @@ type ClientInterface interface {
 
 	// CreateNamespaceWithBody Create a Snowflake namespace
 	//
-	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6763,7 +7445,7 @@ type ClientInterface interface {
 
 	// CreateNamespace Create a Snowflake namespace
 	//
-	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6779,7 +7461,7 @@ type ClientInterface interface {
 
 	// AcquireLeaseWithBody Acquire a worker-id lease
 	//
-	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6788,7 +7470,7 @@ type ClientInterface interface {
 
 	// AcquireLease Acquire a worker-id lease
 	//
-	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6878,6 +7560,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/sequences/{name} (the `CreateSequence` operationId).
 	CreateSequence(ctx context.Context, name SequenceName, body CreateSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RaiseSequenceWithBody Raise a sequence's high-water mark
+	//
+	// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+	RaiseSequenceWithBody(ctx context.Context, name SequenceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RaiseSequence Raise a sequence's high-water mark
+	//
+	// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+	RaiseSequence(ctx context.Context, name SequenceName, body RaiseSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReserveRangeWithBody Reserve a range of IDs
 	//
@@ -7274,7 +7974,7 @@ func (c *Client) GetNamespace(ctx context.Context, name NamespaceName, reqEditor
 
 // CreateNamespaceWithBody Create a Snowflake namespace
 //
-// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7293,7 +7993,7 @@ func (c *Client) CreateNamespaceWithBody(ctx context.Context, name NamespaceName
 
 // CreateNamespace Create a Snowflake namespace
 //
-// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7329,7 +8029,7 @@ func (c *Client) ListLeases(ctx context.Context, name NamespaceName, reqEditors 
 
 // AcquireLeaseWithBody Acquire a worker-id lease
 //
-// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7348,7 +8048,7 @@ func (c *Client) AcquireLeaseWithBody(ctx context.Context, name NamespaceName, c
 
 // AcquireLease Acquire a worker-id lease
 //
-// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7539,6 +8239,44 @@ func (c *Client) CreateSequenceWithBody(ctx context.Context, name SequenceName, 
 // Corresponds with PUT /v1/sequences/{name} (the `CreateSequence` operationId).
 func (c *Client) CreateSequence(ctx context.Context, name SequenceName, body CreateSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateSequenceRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RaiseSequenceWithBody Raise a sequence's high-water mark
+//
+// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+func (c *Client) RaiseSequenceWithBody(ctx context.Context, name SequenceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRaiseSequenceRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RaiseSequence Raise a sequence's high-water mark
+//
+// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+func (c *Client) RaiseSequence(ctx context.Context, name SequenceName, body RaiseSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRaiseSequenceRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8724,6 +9462,53 @@ func NewCreateSequenceRequestWithBody(server string, name SequenceName, contentT
 	return req, nil
 }
 
+// NewRaiseSequenceRequest calls the generic RaiseSequence builder with application/json body
+func NewRaiseSequenceRequest(server string, name SequenceName, body RaiseSequenceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRaiseSequenceRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRaiseSequenceRequestWithBody constructs an http.Request for the RaiseSequence method, with any body, and a specified content type
+func NewRaiseSequenceRequestWithBody(server string, name SequenceName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sequences/%s/raise", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewReserveRangeRequest calls the generic ReserveRange builder with application/json body
 func NewReserveRangeRequest(server string, name SequenceName, body ReserveRangeJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9007,7 +9792,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateNamespaceWithBodyWithResponse Create a Snowflake namespace
 	//
-	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9016,7 +9801,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateNamespaceWithResponse Create a Snowflake namespace
 	//
-	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+	// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9034,7 +9819,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcquireLeaseWithBodyWithResponse Acquire a worker-id lease
 	//
-	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9043,7 +9828,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcquireLeaseWithResponse Acquire a worker-id lease
 	//
-	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+	// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9139,6 +9924,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/sequences/{name} (the `CreateSequence` operationId).
 	CreateSequenceWithResponse(ctx context.Context, name SequenceName, body CreateSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSequenceResponse, error)
+
+	// RaiseSequenceWithBodyWithResponse Raise a sequence's high-water mark
+	//
+	// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+	RaiseSequenceWithBodyWithResponse(ctx context.Context, name SequenceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RaiseSequenceResponse, error)
+
+	// RaiseSequenceWithResponse Raise a sequence's high-water mark
+	//
+	// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+	RaiseSequenceWithResponse(ctx context.Context, name SequenceName, body RaiseSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*RaiseSequenceResponse, error)
 
 	// ReserveRangeWithBodyWithResponse Reserve a range of IDs
 	//
@@ -13029,6 +13832,190 @@ func (r CreateSequenceResponse) ContentType() string {
 	return ""
 }
 
+// RaiseSequenceResponse200Headers the declared response headers of an HTTP 200 response for RaiseSequence
+type RaiseSequenceResponse200Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// RaiseSequenceResponse400Headers the declared response headers of an HTTP 400 response for RaiseSequence
+type RaiseSequenceResponse400Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// RaiseSequenceResponse401Headers the declared response headers of an HTTP 401 response for RaiseSequence
+type RaiseSequenceResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// RaiseSequenceResponse403Headers the declared response headers of an HTTP 403 response for RaiseSequence
+type RaiseSequenceResponse403Headers struct {
+	XRequestId string
+}
+
+// RaiseSequenceResponse404Headers the declared response headers of an HTTP 404 response for RaiseSequence
+type RaiseSequenceResponse404Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// RaiseSequenceResponse409Headers the declared response headers of an HTTP 409 response for RaiseSequence
+type RaiseSequenceResponse409Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// RaiseSequenceResponse413Headers the declared response headers of an HTTP 413 response for RaiseSequence
+type RaiseSequenceResponse413Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// RaiseSequenceResponse429Headers the declared response headers of an HTTP 429 response for RaiseSequence
+type RaiseSequenceResponse429Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// RaiseSequenceResponse500Headers the declared response headers of an HTTP 500 response for RaiseSequence
+type RaiseSequenceResponse500Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// RaiseSequenceResponse503Headers the declared response headers of an HTTP 503 response for RaiseSequence
+type RaiseSequenceResponse503Headers struct {
+	RetryAfter     int
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+type RaiseSequenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RaiseSequenceResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *SequenceNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *SequenceExhausted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RaiseSequenceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RaiseSequenceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RaiseSequenceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RaiseSequenceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RaiseSequenceResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RaiseSequenceResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RaiseSequenceResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RaiseSequenceResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RaiseSequenceResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RaiseSequenceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RaiseSequenceResponse) GetJSON200() *RaiseSequenceResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON404() *SequenceNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON409() *SequenceExhausted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RaiseSequenceResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RaiseSequenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RaiseSequenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RaiseSequenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RaiseSequenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReserveRangeResponse200Headers the declared response headers of an HTTP 200 response for ReserveRange
 type ReserveRangeResponse200Headers struct {
 	XRequestId     string
@@ -13537,7 +14524,7 @@ func (c *ClientWithResponses) GetNamespaceWithResponse(ctx context.Context, name
 
 // CreateNamespaceWithBodyWithResponse Create a Snowflake namespace
 //
-// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13552,7 +14539,7 @@ func (c *ClientWithResponses) CreateNamespaceWithBodyWithResponse(ctx context.Co
 
 // CreateNamespaceWithResponse Create a Snowflake namespace
 //
-// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, ...) is 400.
+// Creates the namespace with this layout and lease policy (201), or finds it with the same settings (200). A namespace with other settings is 409 `conflict`. A layout the cluster refuses (bits not summing to 63, `max_workers` beyond `2^worker_bits`, `recycle_delay_ms` below `lease_ttl_ms`, under 10 years left, ...) is 400, and so is a `preset` that a bit field, `tick_ms` or `worker_role` of the request contradicts (the detail names each conflict). A layout whose timestamp bits run out within its `horizon_years` (default 30) is created all the same, and both answers then carry `warnings`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13582,7 +14569,7 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, name N
 
 // AcquireLeaseWithBodyWithResponse Acquire a worker-id lease
 //
-// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13597,7 +14584,7 @@ func (c *ClientWithResponses) AcquireLeaseWithBodyWithResponse(ctx context.Conte
 
 // AcquireLeaseWithResponse Acquire a worker-id lease
 //
-// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting.
+// Grants a free worker id of the namespace to `holder`. A retry with the same `request_id` and holder while that lease is held returns it again (same worker id and token) instead of a second one. The token is shown only in this answer and in those of renew and release, never in listings. 409 `no-worker-free` when every worker id is leased or resting. A request with `worker_id` asks for that id alone (a shard's, in a namespace of `worker_role` shard, which grants no other kind): granted if free, else 409 `worker-unavailable` naming its holder and state; out of range is 400.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13758,6 +14745,36 @@ func (c *ClientWithResponses) CreateSequenceWithResponse(ctx context.Context, na
 		return nil, err
 	}
 	return ParseCreateSequenceResponse(rsp)
+}
+
+// RaiseSequenceWithBodyWithResponse Raise a sequence's high-water mark
+//
+// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+func (c *ClientWithResponses) RaiseSequenceWithBodyWithResponse(ctx context.Context, name SequenceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RaiseSequenceResponse, error) {
+	rsp, err := c.RaiseSequenceWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRaiseSequenceResponse(rsp)
+}
+
+// RaiseSequenceWithResponse Raise a sequence's high-water mark
+//
+// Lifts the high-water mark to at least `at_least`: once the call returns, no ID at or below `at_least` is handed out by the cluster (ranges handed out before stay valid). A mark already at or above it is left as it is (`raised` false): a raise never lowers a mark, so repeating it changes nothing. A log entry, recorded in the audit as kind `raise`. The tool for moving from another generator while both write. 409 `sequence-exhausted` when `at_least` is above the sequence's max.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sequences/{name}/raise (the `RaiseSequence` operationId).
+func (c *ClientWithResponses) RaiseSequenceWithResponse(ctx context.Context, name SequenceName, body RaiseSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*RaiseSequenceResponse, error) {
+	rsp, err := c.RaiseSequence(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRaiseSequenceResponse(rsp)
 }
 
 // ReserveRangeWithBodyWithResponse Reserve a range of IDs
@@ -18949,6 +19966,268 @@ func ParseCreateSequenceResponse(rsp *http.Response) (*CreateSequenceResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateSequenceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRaiseSequenceResponse parses an HTTP response from a RaiseSequenceWithResponse call
+func ParseRaiseSequenceResponse(rsp *http.Response) (*RaiseSequenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RaiseSequenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RaiseSequenceResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SequenceNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SequenceExhausted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RaiseSequenceResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RaiseSequenceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RaiseSequenceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RaiseSequenceResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RaiseSequenceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RaiseSequenceResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RaiseSequenceResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers RaiseSequenceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RaiseSequenceResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RaiseSequenceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
