@@ -65,6 +65,20 @@ type pOutput struct {
 	Exhausted   bool
 }
 
+// readStep is a read of next (a read's answer, or a raise's) in the model:
+// above every range linearized before it and not below an earlier read.
+func readStep(s hwm, out pOutput) (bool, interface{}) {
+	switch {
+	case out.Exhausted:
+		s.Exhausted = true
+		return true, s
+	case s.Exhausted, out.Next <= s.Ack, out.Next < s.Floor:
+		return false, s
+	}
+	s.Floor = out.Next
+	return true, s
+}
+
 // hwmModel is the sequential specification of one sequence as clients see
 // it: a reservation's output is a range that starts above every range
 // linearized before it; a read's next lies above every such range and not
@@ -79,30 +93,14 @@ func hwmModel(init hwm) porcupine.Model {
 			s := state.(hwm)
 			in := input.(pInput)
 			out := output.(pOutput)
-			if in.F == FRaise {
+			switch in.F {
+			case FRaise:
 				// Every range after it starts above at_least; its answer
 				// is a read of next taken after it applied.
 				s.Ack = max(s.Ack, in.Count)
-				switch {
-				case out.Exhausted:
-					s.Exhausted = true
-					return true, s
-				case s.Exhausted, out.Next <= s.Ack, out.Next < s.Floor:
-					return false, s
-				}
-				s.Floor = out.Next
-				return true, s
-			}
-			if in.F == FRead {
-				switch {
-				case out.Exhausted:
-					s.Exhausted = true
-					return true, s
-				case s.Exhausted, out.Next <= s.Ack, out.Next < s.Floor:
-					return false, s
-				}
-				s.Floor = out.Next
-				return true, s
+				return readStep(s, out)
+			case FRead:
+				return readStep(s, out)
 			}
 			if out.First <= s.Ack {
 				return false, s
