@@ -29,6 +29,7 @@ type Results struct {
 	Linearizable     RealTimeResult            `json:"linearizable_sorted"`
 	Reads            ReadResult                `json:"reads"`
 	Raises           RaiseResult               `json:"raises"`
+	UnknownRaises    UnknownRaiseResult        `json:"unknown_raises"`
 	Porcupine        *PorcupineResult          `json:"porcupine,omitempty"`
 	Leases           LeaseResult               `json:"leases"`
 	Snowflake        SnowflakeResult           `json:"snowflake"`
@@ -58,6 +59,7 @@ func Analyze(h *History, opt Options) Results {
 	r.Linearizable = CheckRealTime(h.Ops)
 	r.Reads = CheckReads(h.Ops)
 	r.Raises = CheckRaises(h.Ops)
+	r.UnknownRaises = CheckUnknownRaises(h.Ops, h.Audit)
 	r.Leases = CheckLeases(h.Ops)
 	r.Snowflake = CheckSnowflake(h.Ops)
 	r.Migration = CheckMigration(h.Ops)
@@ -101,6 +103,10 @@ func Analyze(h *History, opt Options) Results {
 	if !r.Raises.Valid {
 		reasons = append(reasons, fmt.Sprintf("raises: %d ranges or reads at or below a raise acknowledged before they were invoked", r.Raises.Below))
 		seen = append(seen, r.Raises.FirstSeenMs)
+	}
+	if !r.UnknownRaises.Valid {
+		reasons = append(reasons, fmt.Sprintf("unknown raises: %d ranges at or below a raise with an unknown outcome that a read completed before they were invoked showed applied", r.UnknownRaises.Below))
+		seen = append(seen, r.UnknownRaises.FirstSeenMs)
 	}
 	if r.Porcupine != nil && !r.Porcupine.Valid {
 		reasons = append(reasons, fmt.Sprintf("porcupine: %d of %d windows not linearizable", r.Porcupine.Illegal, r.Porcupine.Windows))

@@ -197,7 +197,10 @@ type Meta struct {
 type History struct {
 	Ops     []Op
 	Nemeses []Nemesis
-	Meta    Meta
+	// Audit is what the harness read of the main cluster's audit (nil in
+	// a history without it).
+	Audit *Audit
+	Meta  Meta
 }
 
 // Load reads a history.jsonl file.
@@ -211,7 +214,7 @@ func Load(path string) (*History, error) {
 }
 
 // Read decodes history.jsonl content: one JSON object per line, each an op,
-// a nemesis or the meta record.
+// a nemesis, the audit or the meta record.
 func Read(r io.Reader) (*History, error) {
 	h := &History{}
 	sc := bufio.NewScanner(r)
@@ -242,6 +245,11 @@ func Read(r io.Reader) (*History, error) {
 				return nil, fmt.Errorf("line %d: %w", line, err)
 			}
 			h.Nemeses = append(h.Nemeses, n)
+		case "audit":
+			h.Audit = &Audit{}
+			if err := json.Unmarshal(b, h.Audit); err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
 		case "meta":
 			if err := json.Unmarshal(b, &h.Meta); err != nil {
 				return nil, fmt.Errorf("line %d: %w", line, err)
