@@ -21,6 +21,7 @@ type recorder struct {
 	mu      sync.Mutex
 	ops     []checker.Op
 	nemeses []checker.Nemesis
+	audited *checker.Audit
 	next    int64
 	f       *os.File
 	w       *bufio.Writer
@@ -97,6 +98,15 @@ func (r *recorder) nemesis(n checker.Nemesis) {
 	r.mu.Unlock()
 }
 
+// audit records what the harness read of the main cluster's audit.
+func (r *recorder) audit(a *checker.Audit) {
+	a.Type = "audit"
+	r.mu.Lock()
+	r.audited = a
+	_ = r.enc.Encode(a)
+	r.mu.Unlock()
+}
+
 // snapshot copies the operations recorded so far.
 func (r *recorder) snapshot() []checker.Op {
 	r.mu.Lock()
@@ -122,5 +132,5 @@ func (r *recorder) close(meta checker.Meta) (*checker.History, error) {
 	if cerr := r.f.Close(); err == nil {
 		err = cerr
 	}
-	return &checker.History{Ops: r.ops, Nemeses: r.nemeses, Meta: meta}, err
+	return &checker.History{Ops: r.ops, Nemeses: r.nemeses, Audit: r.audited, Meta: meta}, err
 }

@@ -156,7 +156,7 @@ func run(args []string) int {
 	fs.IntVar(&cfg.RWWorkers, "rw-workers", 1, "workers that reserve on a small sequence and then read it back, retrying the read every 2 ms while it fails (the first read a new leader serves)")
 	fs.IntVar(&cfg.ManySeqs, "many-sequences", 300, "sequences of the many-sequences workload, created at setup (jep-many-NNN; a third unbounded, a third of 2^20 IDs, a third of 2,048 IDs that run out)")
 	fs.IntVar(&cfg.ManyWorkers, "many-workers", 8, "many-sequences workers: each operation a reservation (or one in five a read) on a sequence drawn at random, through a random node, so that many sequences wait for blocks at once (group commit across sequences)")
-	fs.IntVar(&cfg.RaiseWorkers, "raise-workers", 1, "workers that raise a main sequence's high-water mark every 100-300 ms (POST /v1/sequences/{name}/raise, admin), mostly to a little above the highest ID acknowledged, into the leader's block; every reservation and read invoked after a raise returned must lie above it")
+	fs.IntVar(&cfg.RaiseWorkers, "raise-workers", 1, "workers that raise a main sequence's high-water mark every 100-300 ms (POST /v1/sequences/{name}/raise, admin), mostly to a little above the highest ID acknowledged, into the leader's block; every reservation and read invoked after a raise returned must lie above it. One raise in three is abandoned (the connection closed once the request is written), mostly aimed above the state machine's mark: every reservation invoked after a read showed such a raise applied (per the audit) must lie above it")
 	fs.IntVar(&cfg.SDKWorkers, "sdk-workers", 2, "goroutines calling the SDK's Sequence.Next (two per Sequence)")
 	fs.IntVar(&cfg.SnowflakeWorkers, "snowflake-workers", 2, "Snowflake generators (the SDK's client.Snowflake, each its own holder) issuing IDs of namespace jep-sf (3 s leases, 6 s recycle delay); every ID is checked")
 	fs.Float64Var(&cfg.SnowflakeRate, "snowflake-rate", 200, "IDs per second each Snowflake generator issues (in bursts every 50 ms)")
@@ -291,7 +291,7 @@ func (c *config) validate() error {
 
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
-	"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry"}
+	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry"}
 
 // faultsBuild reports whether the nodes must run the faults build
 // (-tags ticketd_faults): a bug is planted, or the clock nemesis needs the

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
@@ -41,7 +45,14 @@ func (h *highWater) get(seq string) int64 {
 	return h.last[seq]
 }
 
-// raiseWorker raises a main sequence every 100-300 ms.
+// raiseWorker raises a main sequence every 100-300 ms. One raise in three
+// is abandoned: the connection is closed as soon as the request is written,
+// so the raise may commit and apply with nobody waiting for it (an unknown
+// outcome), as a caller that times out or hangs up leaves it. Two in three
+// of those first read the sequence and aim just above its next, above the
+// blocks the state machine granted the leader, so that applying them moves
+// the mark; a read a little later then shows whether they did, for
+// checker.CheckUnknownRaises.
 func (w *workload) raiseWorker(worker int, rnd *rand.Rand) {
 	w.loop(func() bool {
 		sleepStop(w.stop, time.Duration(100+rnd.IntN(200))*time.Millisecond)
@@ -50,8 +61,52 @@ func (w *workload) raiseWorker(worker int, rnd *rand.Rand) {
 		if rnd.IntN(10) == 0 {
 			at += 1 << 20 // now and then far above the leader's block
 		}
-		return w.raiseOp(w.pick(rnd), checker.Op{Worker: worker, Seq: seq, Count: at}).Outcome == checker.OK
+		if rnd.IntN(3) != 0 {
+			return w.raiseOp(w.pick(rnd), checker.Op{Worker: worker, Seq: seq, Count: at}).Outcome == checker.OK
+		}
+		if rnd.IntN(3) != 0 {
+			r := w.readOp(w.pick(rnd), checker.Op{Worker: worker, Seq: seq})
+			if r.Outcome != checker.OK || r.Exhausted || r.Malformed != "" {
+				return false
+			}
+			at = max(at, r.Next+rnd.Int64N(1000))
+		}
+		w.abandonRaise(w.pick(rnd), checker.Op{Worker: worker, Seq: seq, Count: at})
+		sleepStop(w.stop, time.Duration(20+rnd.IntN(40))*time.Millisecond)
+		return w.readOp(w.pick(rnd), checker.Op{Worker: worker, Seq: seq}).Outcome == checker.OK
 	}, rnd)
+}
+
+// abandonRaise sends the raise o describes through node n and closes the
+// connection once the request is written, never reading the answer: an
+// unknown outcome once a connection was obtained for it (from then on the
+// request may have been delivered, as in doWith), a failure before.
+func (w *workload) abandonRaise(n *Node, op checker.Op) {
+	op.F, op.Node = checker.FRaise, n.ID
+	o := w.rec.invoke(op)
+	body, _ := json.Marshal(api.RaiseSequenceRequest{AtLeast: o.Count})
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
+	defer cancel()
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { sent.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { cancel() },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.c.url(n, "/v1/sequences/"+o.Seq+"/raise"), bytes.NewReader(body))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+w.cfg.adminToken)
+		var resp *http.Response
+		if resp, err = w.hc.Do(req); err == nil {
+			resp.Body.Close() // answered before the hang-up took: still not read
+		}
+	}
+	if sent.Load() {
+		o.Outcome, o.Err = checker.Unknown, "abandoned"
+	} else {
+		o.Outcome, o.Err = checker.Fail, "not sent: "+shortErr(err)
+	}
+	w.rec.done(o)
 }
 
 // raiseOp sends the raise o describes (Seq, Count = at_least) through node

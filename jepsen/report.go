@@ -96,6 +96,9 @@ svg text{font:11px system-ui,sans-serif}
 	check("linearizable (exact sorted check)", r.Linearizable.Valid, fmt.Sprintf("%d ranges below a range acknowledged before they were invoked", r.Linearizable.Violations))
 	check("linearizable reads", r.Reads.Valid, fmt.Sprintf("%d reads; %d stale, %d non-monotonic", r.Reads.Reads, r.Reads.Stale, r.Reads.NonMonotonic))
 	check("nothing at or below a raise", r.Raises.Valid, fmt.Sprintf("%d raises; %d (reservation or read, earlier raise) pairs checked, %d below", r.Raises.Raises, r.Raises.Checked, r.Raises.Below))
+	u := r.UnknownRaises
+	check("nothing at or below a raise of unknown outcome seen applied", u.Valid, fmt.Sprintf("%d unknown raises, %d applied per the audit; %d (raise, later read above it) pairs checked, %d unchecked; %d reservations held to %d pinned raises, %d below",
+		u.Unknown, u.Applied, u.Checked, u.Unchecked, u.Held, u.Pinned, u.Below))
 	if p := r.Porcupine; p != nil {
 		check("porcupine (windows)", p.Valid, fmt.Sprintf("%d windows of %d ops (%d ops): %d ok, %d illegal, %d undecided in time; %s",
 			p.Windows, p.WindowSize, p.Ops, p.Ok, p.Illegal, p.Unknown, p.Elapsed))
@@ -142,6 +145,7 @@ svg text{font:11px system-ui,sans-serif}
 	examples = append(examples, r.Linearizable.Examples...)
 	examples = append(examples, r.Reads.Examples...)
 	examples = append(examples, r.Raises.Examples...)
+	examples = append(examples, r.UnknownRaises.Examples...)
 	examples = append(examples, l.Examples...)
 	examples = append(examples, sf.Examples...)
 	examples = append(examples, m.Examples...)

@@ -182,6 +182,20 @@ func execute(ctx context.Context, cfg *config) int {
 	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d raise, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
 		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.RaiseWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
 	w.start(runCtx, cfg.Seed)
+	// The audit is read as the run goes (audittail.go), until the final
+	// reads are done, for the raises whose outcome is unknown.
+	var tail *auditTail
+	tailCtx, cancelTail := context.WithCancel(ctx)
+	defer cancelTail()
+	var tailWG sync.WaitGroup
+	if cfg.RaiseWorkers > 0 {
+		tail = newAuditTail(c, rec.now)
+		tailWG.Add(1)
+		go func() {
+			defer tailWG.Done()
+			tail.run(tailCtx, 2*time.Second)
+		}()
+	}
 	for _, n := range []string{w.sdkNote, w.sfNote, clockNote} {
 		if n != "" {
 			info.Notes = append(info.Notes, n)
@@ -216,7 +230,14 @@ func execute(ctx context.Context, cfg *config) int {
 	if cfg.StopOnViolation {
 		go func() {
 			for sleepCtx(runCtx, 3*time.Second) {
-				if why := checker.QuickCheck(rec.snapshot()); why != "" {
+				ops := rec.snapshot()
+				why := checker.QuickCheck(ops)
+				if why == "" && tail != nil {
+					if u := checker.CheckUnknownRaises(ops, tail.snapshot()); !u.Valid {
+						why = fmt.Sprintf("below a raise with an unknown outcome: %s (seq %s)", u.Examples[0].Detail, u.Examples[0].Seq)
+					}
+				}
+				if why != "" {
 					detMu.Lock()
 					info.StoppedOnViolation, info.DetectedAtMs, info.Detection = true, float64(time.Since(rec.t0).Milliseconds()), why
 					detMu.Unlock()
@@ -284,11 +305,23 @@ func execute(ctx context.Context, cfg *config) int {
 		if unread := w.finalReads(fctx, 10_000); len(unread) > 0 {
 			logf("final reads failed for %v", unread)
 		}
+		if tail != nil {
+			cancelTail()
+			tailWG.Wait()
+			if err := tail.poll(fctx); err != nil {
+				logf("audit, last pass: %v", err)
+			}
+		}
 		if be, err := countBlockEntries(fctx, c); err != nil {
 			logf("audit of block entries: %v", err)
 		} else {
 			info.BlockEntries = &be
 		}
+	}
+	if tail != nil {
+		cancelTail()
+		tailWG.Wait()
+		rec.audit(tail.snapshot())
 	}
 	h, err := rec.close(checker.Meta{WorkloadEnd: workloadEnd, Started: t0.UTC(), Info: map[string]string{"seed": fmt.Sprint(cfg.Seed)}})
 	if err != nil {
@@ -332,7 +365,7 @@ func execute(ctx context.Context, cfg *config) int {
 // be made, is inconclusive.
 func verdict(r *runResults) int {
 	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
-		!r.Reads.Valid || !r.Raises.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
+		!r.Reads.Valid || !r.Raises.Valid || !r.UnknownRaises.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
 		!r.Leases.Valid || !r.Snowflake.Valid || !r.Migration.Valid
 	switch {
 	case broken:
@@ -403,6 +436,10 @@ func summarize(logf func(string, ...any), r *runResults) {
 	for _, k := range kinds {
 		a := r.Availability.ByKind[k]
 		logf("  %-24s runs %d, max gap %.0f ms, max recovery after heal %.0f ms", k, a.Runs, a.MaxGapMs, a.MaxRecoveryMs)
+	}
+	if u := r.UnknownRaises; u.Unknown > 0 || !u.Valid {
+		logf("unknown raises: %d (%d applied per the audit); %d (raise, later read above it) pairs checked, %d unchecked; %d reservations held to %d pinned raises, %d below",
+			u.Unknown, u.Applied, u.Checked, u.Unchecked, u.Held, u.Pinned, u.Below)
 	}
 	if q, ok := r.Latency[checker.FReserve][checker.OK]; ok {
 		logf("reserve ok latency: p50 %.2f ms, p99 %.2f ms, max %.0f ms", q.P50, q.P99, q.Max)
