@@ -97,7 +97,7 @@ svg text{font:11px system-ui,sans-serif}
 	check("linearizable reads", r.Reads.Valid, fmt.Sprintf("%d reads; %d stale, %d non-monotonic", r.Reads.Reads, r.Reads.Stale, r.Reads.NonMonotonic))
 	check("nothing at or below a raise", r.Raises.Valid, fmt.Sprintf("%d raises; %d (reservation or read, earlier raise) pairs checked, %d below", r.Raises.Raises, r.Raises.Checked, r.Raises.Below))
 	u := r.UnknownRaises
-	check("nothing at or below a raise of unknown outcome seen applied", u.Valid, fmt.Sprintf("%d unknown raises, %d applied per the audit; %d (raise, later read above it) pairs checked, %d unchecked; %d reservations held to %d pinned raises, %d below",
+	check("nothing at or below a raise of unknown outcome seen applied", u.Valid, fmt.Sprintf("%d unknown raises, %d applied per the audit; %d (raise, first read above it) pairs checked, %d unchecked; %d reservations held to %d pinned raises, %d below",
 		u.Unknown, u.Applied, u.Checked, u.Unchecked, u.Held, u.Pinned, u.Below))
 	if p := r.Porcupine; p != nil {
 		check("porcupine (windows)", p.Valid, fmt.Sprintf("%d windows of %d ops (%d ops): %d ok, %d illegal, %d undecided in time; %s",

@@ -438,7 +438,7 @@ func summarize(logf func(string, ...any), r *runResults) {
 		logf("  %-24s runs %d, max gap %.0f ms, max recovery after heal %.0f ms", k, a.Runs, a.MaxGapMs, a.MaxRecoveryMs)
 	}
 	if u := r.UnknownRaises; u.Unknown > 0 || !u.Valid {
-		logf("unknown raises: %d (%d applied per the audit); %d (raise, later read above it) pairs checked, %d unchecked; %d reservations held to %d pinned raises, %d below",
+		logf("unknown raises: %d (%d applied per the audit); %d (raise, first read above it) pairs checked, %d unchecked; %d reservations held to %d pinned raises, %d below",
 			u.Unknown, u.Applied, u.Checked, u.Unchecked, u.Held, u.Pinned, u.Below)
 	}
 	if q, ok := r.Latency[checker.FReserve][checker.OK]; ok {

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -49,14 +50,17 @@ type UnknownRaiseResult struct {
 	// Audited is false when the history holds no audit (every pair is
 	// then unchecked).
 	Audited bool `json:"audited"`
-	// Pairs are the (unknown raise to X, read of next above X completed
-	// after the raise was invoked) pairs: Checked when the audit told
-	// whether the raise applied before the read, Unchecked when it no
-	// longer held every record that could be the raise's.
+	// A pair is an unknown raise to X and the first read of next above X
+	// completed after the raise was invoked (later reads tell nothing
+	// more: by then the mark had passed X, so the raise had applied or
+	// never would move it). Checked when the audit told whether the raise
+	// had applied, Unchecked when it no longer held every record that
+	// could be the raise's. Unknown raises without such a read make no
+	// pair.
 	Checked   int `json:"checked"`
 	Unchecked int `json:"unchecked"`
-	// Pinned counts the applied raises a read pinned in time; Held the
-	// (reservation, pinned raise) pairs held to it.
+	// Pinned counts the pairs whose raise had applied; Held the
+	// (reservation invoked after the read, pinned raise) pairs.
 	Pinned int `json:"pinned"`
 	Held   int `json:"held"`
 	// Below counts raw reservations at or below a raise that a read
@@ -69,7 +73,8 @@ type UnknownRaiseResult struct {
 // CheckUnknownRaises holds the raw reservations of the main cluster to the
 // raises with an unknown outcome that the audit a shows had applied before
 // a read completed (see above). SDK ranges (FNext) are exempt, as in
-// CheckRaises.
+// CheckRaises. It runs in O((raises + ops) log ops) plus the violations, so
+// the online check can call it every few seconds on a long history.
 func CheckUnknownRaises(ops []Op, a *Audit) UnknownRaiseResult {
 	r := UnknownRaiseResult{Valid: true, Audited: a != nil}
 	type key struct {
@@ -98,8 +103,29 @@ func CheckUnknownRaises(ops []Op, a *Audit) UnknownRaiseResult {
 			unknown = append(unknown, o)
 		}
 	}
-	for _, rs := range reserves {
+	// Reads by completion, with their next (an exhausted read: above
+	// everything); reservations by invocation, with their first ID
+	// negated, so that "first at or below X" is "above -X-1".
+	nexts := map[string]chunkMax{}
+	for seq, qs := range reads {
+		sort.Slice(qs, func(i, j int) bool { return qs[i].Complete < qs[j].Complete })
+		v := make([]int64, len(qs))
+		for i, q := range qs {
+			v[i] = q.Next
+			if q.Exhausted {
+				v[i] = math.MaxInt64
+			}
+		}
+		nexts[seq] = newChunkMax(v)
+	}
+	firsts := map[string]chunkMax{}
+	for seq, rs := range reserves {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Invoke < rs[j].Invoke })
+		v := make([]int64, len(rs))
+		for i, o := range rs {
+			v[i] = -o.First
+		}
+		firsts[seq] = newChunkMax(v)
 	}
 	first := int64(-1)
 	flagged := map[int64]bool{}
@@ -109,39 +135,34 @@ func CheckUnknownRaises(ops []Op, a *Audit) UnknownRaiseResult {
 		if applied {
 			r.Applied++
 		}
-		var lo uint64
-		if a != nil {
-			lo = a.readThrough(u.Invoke)
+		qs := reads[u.Seq]
+		j := nexts[u.Seq].firstAbove(sort.Search(len(qs), func(i int) bool { return qs[i].Complete > u.Invoke }), u.Count)
+		if j == len(qs) {
+			continue // no read above X after the raise was invoked: no pair
 		}
-		var pin *Op
-		for _, q := range reads[u.Seq] {
-			if q.Complete <= u.Invoke || (!q.Exhausted && q.Next <= u.Count) {
-				continue // not a pair: the raise was not invoked yet, or q saw the mark below X
-			}
-			switch {
-			case applied:
-				r.Checked++
-				if pin == nil || q.Complete < pin.Complete {
-					pin = q
-				}
-			case a == nil:
+		pin := qs[j]
+		switch {
+		case applied:
+			r.Checked++
+		case a == nil:
+			r.Unchecked++
+			continue
+		default:
+			if hi, ok := a.readAfter(pin.Complete); ok && a.complete(a.readThrough(u.Invoke), hi) {
+				r.Checked++ // the raise moved no mark: nothing to hold
+			} else {
 				r.Unchecked++
-			default:
-				if hi, ok := a.readAfter(q.Complete); ok && a.complete(lo, hi) {
-					r.Checked++ // the raise moved no mark: nothing to hold
-				} else {
-					r.Unchecked++
-				}
 			}
-		}
-		if pin == nil {
 			continue
 		}
 		r.Pinned++
 		rs := reserves[u.Seq]
-		for _, o := range rs[sort.Search(len(rs), func(i int) bool { return rs[i].Invoke > pin.Complete }):] {
-			r.Held++
-			if o.First > u.Count || flagged[o.Index] {
+		k := sort.Search(len(rs), func(i int) bool { return rs[i].Invoke > pin.Complete })
+		r.Held += len(rs) - k
+		fm := firsts[u.Seq]
+		for k = fm.firstAbove(k, -u.Count-1); k < len(rs); k = fm.firstAbove(k+1, -u.Count-1) {
+			o := rs[k]
+			if flagged[o.Index] {
 				continue
 			}
 			flagged[o.Index] = true
@@ -162,4 +183,38 @@ func CheckUnknownRaises(ops []Op, a *Audit) UnknownRaiseResult {
 		r.FirstSeenMs = ms(first)
 	}
 	return r
+}
+
+// chunkMax answers "the first index at or after p whose value is above x"
+// by skipping chunks whose maximum is not.
+type chunkMax struct {
+	v, max []int64
+}
+
+const chunk = 256
+
+func newChunkMax(v []int64) chunkMax {
+	c := chunkMax{v: v}
+	for i, x := range v {
+		if i%chunk == 0 {
+			c.max = append(c.max, x)
+		}
+		c.max[i/chunk] = max(c.max[i/chunk], x)
+	}
+	return c
+}
+
+// firstAbove returns len(v) if no index at or after p holds a value above x.
+func (c chunkMax) firstAbove(p int, x int64) int {
+	for p < len(c.v) {
+		if p%chunk == 0 && c.max[p/chunk] <= x {
+			p += chunk
+			continue
+		}
+		if c.v[p] > x {
+			return p
+		}
+		p++
+	}
+	return len(c.v)
 }

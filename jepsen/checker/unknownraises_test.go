@@ -3,6 +3,7 @@ package checker
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -157,4 +158,62 @@ func TestUnknownRaises_AuditLineInHistory_AnalyzeFlagsTheRun(t *testing.T) {
 	if a.Valid || a.UnknownRaises.Valid || a.UnknownRaises.Below != 1 || !a.Raises.Valid {
 		t.Fatalf("Analyze = %v %+v", a.InvalidReasons, a.UnknownRaises)
 	}
+}
+
+// The chunked search finds what a plain scan finds, across chunk
+// boundaries, on random histories.
+func TestUnknownRaises_RandomHistories_SameAsPlainScan(t *testing.T) {
+	flaggedAll := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		var ops []Op
+		a := polled(0)
+		for i := 0; i < 3000; i++ {
+			inv := float64(rnd.IntN(90_000)) / 1000
+			cmp := inv + float64(rnd.IntN(3000))/1000
+			switch rnd.IntN(10) {
+			case 0:
+				x := 1 + rnd.Int64N(100_000)
+				ops = append(ops, unknownRaise(int64(i), "a", inv, cmp, x))
+				if rnd.IntN(2) == 0 {
+					a.Raises = append(a.Raises, raiseRecord(uint64(i), uint64(i), "a", 1, x))
+				}
+			case 1, 2, 3:
+				ops = append(ops, read(int64(i), "a", inv, cmp, 1+rnd.Int64N(100_000)))
+			default:
+				f := 1 + rnd.Int64N(100_000)
+				ops = append(ops, rng(int64(i), "a", inv, cmp, f, f))
+			}
+		}
+		want := map[int64]bool{}
+		recs := map[int64]bool{}
+		for _, rec := range a.Raises {
+			recs[rec.Last] = true
+		}
+		for _, u := range ops {
+			if u.F != FRaise || !recs[u.Count] {
+				continue
+			}
+			var pin *Op
+			for i := range ops {
+				q := &ops[i]
+				if q.F == FRead && q.Complete > u.Invoke && q.Next > u.Count && (pin == nil || q.Complete < pin.Complete) {
+					pin = q
+				}
+			}
+			for _, o := range ops {
+				if pin != nil && o.F == FReserve && o.Invoke > pin.Complete && o.First <= u.Count {
+					want[o.Index] = true
+				}
+			}
+		}
+		if r := CheckUnknownRaises(ops, a); r.Below != len(want) || r.Valid != (len(want) == 0) {
+			t.Fatalf("seed %d: Below = %d, the plain scan finds %d", seed, r.Below, len(want))
+		}
+		flaggedAll += len(want)
+	}
+	if flaggedAll == 0 {
+		t.Fatal("no history had a reservation to flag: the comparison tested nothing")
+	}
+	t.Logf("%d reservations flagged over 20 histories", flaggedAll)
 }
