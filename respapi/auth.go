@@ -22,7 +22,10 @@ func (c *conn) authCommand(cl *call, args [][]byte) {
 }
 
 // authenticate checks token and, when it is known, makes it the
-// connection's; it returns the error to answer otherwise.
+// connection's; it returns the error to answer otherwise. A refused token
+// ends the connection's authentication, where Redis keeps the user of the
+// AUTH before: a client that switches to a lesser token and mistypes it
+// must not go on with the greater one.
 func (c *conn) authenticate(token string) string {
 	t := c.s.cfg.Tokens
 	if t == nil {
@@ -30,6 +33,7 @@ func (c *conn) authenticate(token string) string {
 	}
 	found, reserve := t.Check(token, auth.ScopeReserve)
 	if !found {
+		c.authed, c.token, c.mayReserve, c.mayAdmin = false, "", false, false
 		c.s.cfg.Metrics.RESPAuthFailure("wrongpass")
 		return "WRONGPASS invalid username-password pair or user is disabled."
 	}

@@ -50,13 +50,23 @@ const (
 
 // run answers every command of the batch in order. The connection's own
 // commands (AUTH, HELLO, PING...) are answered as they are met. The
-// reservations between two reads (GET, TICKETD.CREATE) form a segment that
-// runs as one: those of one sequence as a single reservation of their summed
-// count, cut into each command's range in pipeline order, so that the
-// answers on a connection grow in the order the commands were sent, as
-// Redis's would; those of different sequences at once, so that they share
-// the leader's leadership round. A read runs after every reservation before
-// it has its answer, so GET never answers less than an INCR sent before it.
+// reservations between two reads (GET, TICKETD.CREATE), made with one token,
+// form a segment that runs as one: those of one sequence as a single
+// reservation of their summed count, cut into each command's range in
+// pipeline order, so that the answers on a connection grow in the order the
+// commands were sent, as Redis's would; those of different sequences at
+// once, so that they share the leader's leadership round. A read runs after
+// every reservation before it has its answer, so GET never answers less than
+// an INCR sent before it.
+//
+// A reservation made with another token than the segment's (an AUTH or
+// HELLO AUTH switched tokens between them) starts a new segment, after the
+// one before it has its answers: were they one segment, the two tokens'
+// reservations of a sequence would be two groups run at once, and the later
+// command could get the lower IDs. Each command is checked (authenticated,
+// scope) when dispatch meets it, with the connection's authentication at its
+// place in the pipeline, and keeps that token for forwarding; an AUTH after
+// it changes nothing of it.
 func (c *conn) run() {
 	seg := c.segment[:0]
 	for i, cl := range c.batch {
@@ -64,6 +74,10 @@ func (c *conn) run() {
 		switch cl.op {
 		case opNone:
 		case opIncr, opReserve:
+			if len(seg) > 0 && seg[0].token != cl.token {
+				c.runSegment(seg)
+				seg = seg[:0]
+			}
 			seg = append(seg, cl)
 		default:
 			c.runSegment(seg)
@@ -80,8 +94,8 @@ func (c *conn) run() {
 	c.segment = seg[:0]
 }
 
-// runSegment runs a segment's reservations: one group per sequence (and
-// token), the groups at once.
+// runSegment runs a segment's reservations, all made with one token (see
+// run): one group per sequence, the groups at once.
 func (c *conn) runSegment(seg []*call) {
 	if len(seg) == 0 {
 		return
@@ -90,7 +104,7 @@ func (c *conn) runSegment(seg []*call) {
 	for _, cl := range seg {
 		found := false
 		for gi := range groups {
-			if g := groups[gi]; g[0].name == cl.name && g[0].token == cl.token {
+			if g := groups[gi]; g[0].name == cl.name {
 				groups[gi] = append(g, cl)
 				found = true
 				break
