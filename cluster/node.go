@@ -34,10 +34,16 @@ type Leadership struct {
 }
 
 // LeadershipListener is told when this node starts serving as leader (after
-// its Barrier) and when it stops. Calls come from one goroutine, in order.
+// its Barrier) and when it stops, from one goroutine, in order; and of every
+// applied raise, from raft's FSM goroutine.
 type LeadershipListener interface {
 	LeadershipAcquired(Leadership)
 	LeadershipLost(Leadership)
+	// RaiseApplied is called on every node right after a raise of
+	// sequence to atLeast applied, before the raise is acknowledged: a
+	// serving leader must serve nothing at or below atLeast from then on.
+	// It must not block (raft's FSM goroutine waits for it).
+	RaiseApplied(sequence string, atLeast int64)
 }
 
 // Node is one member of a ticketd cluster.
@@ -67,9 +73,14 @@ type Node struct {
 	leaders  leaderHistory              // the leadership changes seen, for Status
 	epoch    atomic.Uint64
 
-	observer      *raft.Observer
-	obsCh         chan raft.Observation
-	reestablishCh chan chan struct{}
+	observer *raft.Observer
+	obsCh    chan raft.Observation
+	// reestablishReq asks the leader loop to end this node's stretch of
+	// leadership and start a new one after a Barrier, as if leadership had
+	// been lost and won again: for a change of state under the issuer (an
+	// applied restore asks, on raft's FSM goroutine, without waiting).
+	reestablishReq chan struct{}
+	reestablished  reestablishes
 
 	// Every Raft future this node waits on is counted in futures, and none
 	// is started once closing is set: Shutdown lets those in flight be
@@ -107,14 +118,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	n := &Node{
-		cfg:           cfg,
-		health:        &storageHealth{m: cfg.Metrics},
-		log:           base.With("component", "cluster", "node", cfg.ID),
-		hlog:          newRaftLogger(base.With("component", "raft", "node", cfg.ID), cfg.RaftLogLevel),
-		fsm:           f,
-		obsCh:         make(chan raft.Observation, 64),
-		reestablishCh: make(chan chan struct{}),
-		shutdownCh:    make(chan struct{}),
+		cfg:            cfg,
+		health:         &storageHealth{m: cfg.Metrics},
+		log:            base.With("component", "cluster", "node", cfg.ID),
+		hlog:           newRaftLogger(base.With("component", "raft", "node", cfg.ID), cfg.RaftLogLevel),
+		fsm:            f,
+		obsCh:          make(chan raft.Observation, 64),
+		reestablishReq: make(chan struct{}, 1),
+		shutdownCh:     make(chan struct{}),
 	}
 	n.health.onFail = func(err error, kind string) {
 		n.log.Error("cannot write to the Raft log: not ready until a write succeeds", "kind", kind, "err", err, "data_dir", cfg.DataDir)
@@ -163,7 +174,7 @@ func (n *Node) Start(listener LeadershipListener) error {
 		return errors.New("cluster: Start needs a node from Open, and runs once")
 	}
 	n.listener = listener
-	r, err := raft.NewRaft(n.rc, instrumentedFSM{n.fsm, n.cfg.Metrics}, watchedLogStore{n.store, n.health}, watchedStableStore{n.store, n.health}, n.snaps, n.watch)
+	r, err := raft.NewRaft(n.rc, appliedFSM{instrumentedFSM{n.fsm, n.cfg.Metrics}, n}, watchedLogStore{n.store, n.health}, watchedStableStore{n.store, n.health}, n.snaps, n.watch)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -330,15 +341,84 @@ func (n *Node) leaderLoop() {
 			return
 		case <-n.obsCh:
 		case <-poll.C:
-		case done := <-n.reestablishCh:
-			if cur := n.current.Load(); cur != nil {
-				n.stepDown(*cur)
-			}
-			n.checkLeadership()
-			close(done)
+		case <-n.reestablishReq:
+			asked := n.reestablished.asked.Load()
+			n.reestablish()
+			n.reestablished.did(asked)
 			continue
 		}
 		n.checkLeadership()
+	}
+}
+
+// reestablish ends the current stretch of leadership, if any, and starts a
+// new one after a Barrier if this node still leads; only the leader loop
+// calls it.
+func (n *Node) reestablish() {
+	if cur := n.current.Load(); cur != nil {
+		n.stepDown(*cur)
+	}
+	n.checkLeadership()
+}
+
+// requestReestablish asks the leader loop to re-establish and returns at
+// once; requests made before the loop took the last one are one request.
+func (n *Node) requestReestablish() {
+	n.reestablished.asked.Add(1)
+	select {
+	case n.reestablishReq <- struct{}{}:
+	default:
+	}
+}
+
+// AwaitReestablished waits until the leader loop has re-established for
+// every request made so far (serving again if this node still leads), or
+// ctx ends. A restore's answer waits for it, so that its caller's next
+// request meets the new stretch of leadership; the re-establishing itself
+// never depends on anyone waiting.
+func (n *Node) AwaitReestablished(ctx context.Context) error {
+	target := n.reestablished.asked.Load()
+	for {
+		n.reestablished.mu.Lock()
+		done, changed := n.reestablished.done, n.reestablished.changedCh()
+		n.reestablished.mu.Unlock()
+		if done >= target {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		case <-n.shutdownCh:
+			return ErrShutdown
+		}
+	}
+}
+
+// reestablishes counts the re-establishing asked for and done.
+type reestablishes struct {
+	asked   atomic.Uint64
+	mu      sync.Mutex
+	done    uint64
+	changed chan struct{} // closed when done moves
+}
+
+// changedCh is closed when done next moves; r.mu is held.
+func (r *reestablishes) changedCh() chan struct{} {
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+// did records that every request up to asked has been handled.
+func (r *reestablishes) did(asked uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = max(r.done, asked)
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
 	}
 }
 
@@ -785,32 +865,6 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	}
 	n.log.Info("removed member", "id", id)
 	return nil
-}
-
-// Reestablish makes the leader loop end this node's current stretch of
-// leadership (the listener drops its blocks) and start a new one after a
-// new Barrier, as if leadership had been lost and won again. It is for a
-// change of state under the issuer (a restore); the loop does it, so that
-// serving and not serving are only ever switched from one goroutine. It
-// returns once the loop has done it (serving again if it still leads), or
-// when ctx ends.
-func (n *Node) Reestablish(ctx context.Context) error {
-	done := make(chan struct{})
-	select {
-	case n.reestablishCh <- done:
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
-	case <-n.shutdownCh:
-		return ErrShutdown
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
-	case <-n.shutdownCh:
-		return ErrShutdown
-	}
 }
 
 // TransferLeadership hands leadership to another voter and waits for it.
