@@ -488,7 +488,7 @@ func (s *Service) restore(c echo.Context) error {
 
 func (s *Service) createSequence(c echo.Context) error {
 	name := c.Param("name")
-	if err := api.ValidateSequenceName(name); err != nil {
+	if err := api.ValidateNewSequenceName(name); err != nil {
 		return badRequest(err.Error())
 	}
 	var req api.CreateSequenceRequest
