@@ -187,6 +187,12 @@ func (c *conn) createCommand(cl *call, args [][]byte) {
 	if !c.arity(cl, name, args, 1, 5) || !c.allowed(cl, name, auth.ScopeAdmin) || !c.sequenceName(cl, args[0]) {
 		return
 	}
+	// Creation refuses the dot segments "." and "..", which every other
+	// command accepts: sequences of that name from earlier releases exist.
+	if err := api.ValidateNewSequenceName(cl.name); err != nil {
+		cl.out = resp.AppendError(cl.out, "ERR "+err.Error())
+		return
+	}
 	cl.start, cl.max = api.DefaultStart, api.DefaultMax
 	opts := args[1:]
 	for len(opts) > 0 {
