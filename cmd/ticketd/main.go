@@ -10,6 +10,7 @@
 //	ticketd backup  --out FILE
 //	ticketd restore --in FILE --advance N
 //	ticketd tls ca create | tls cert create --node ID
+//	ticketd completion bash|zsh
 //	ticketd version
 //
 // Every flag can also be set as TICKETD_<FLAG> in the environment (for
@@ -114,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = planCmd(args[1:], stdout, stderr)
 	case "tls":
 		err = tlsCmd(args[1:], stdout, stderr)
+	case "completion":
+		err = completionCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -128,7 +131,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ticketd:", err)
+		msg, hint := explain(err)
+		fmt.Fprintln(stderr, "ticketd:", msg)
+		if hint != "" {
+			fmt.Fprintln(stderr, "hint:", hint)
+		}
 		var usageErr usageError
 		if errors.As(err, &usageErr) {
 			return 2
@@ -440,7 +447,7 @@ func reserveCmd(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	r, err := c.Reserve(ctx, pos[0], n)
 	if err != nil {
-		return err
+		return withHint(err, createHint(pos[0]))
 	}
 	return printJSON(stdout, api.Range{Sequence: pos[0], First: r.First, Last: r.Last})
 }
@@ -449,12 +456,17 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sequences", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
+	out := outputFlag(fs)
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return usageError{"usage: ticketd sequences [SEQ]"}
+		return usageError{"usage: ticketd sequences [SEQ] [-o table|json]"}
+	}
+	format, err := output(*out, outputTable)
+	if err != nil {
+		return err
 	}
 	c, ctx, cancel, err := newClient(co)
 	if err != nil {
@@ -464,13 +476,19 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 {
 		info, err := c.SequenceInfo(ctx, pos[0])
 		if err != nil {
-			return err
+			return withHint(err, createHint(pos[0]))
+		}
+		if format == outputTable {
+			return writeSequencesTable(stdout, []api.Sequence{info})
 		}
 		return printJSON(stdout, info)
 	}
 	seqs, err := c.Sequences(ctx)
 	if err != nil {
 		return err
+	}
+	if format == outputTable {
+		return writeSequencesTable(stdout, seqs)
 	}
 	return printJSON(stdout, api.SequenceList{Sequences: seqs})
 }

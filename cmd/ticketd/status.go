@@ -15,8 +15,16 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
+	out := outputFlag(fs)
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
+	}
+	format, err := output(*out, outputTable)
+	if err != nil {
+		return err
+	}
+	if format == outputTable {
+		return statusTable(co, stdout)
 	}
 	c, ctx, cancel, err := newClient(co)
 	if err != nil {
