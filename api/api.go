@@ -69,6 +69,52 @@ func ValidateSequenceName(name string) error {
 	return nil
 }
 
+// ValidateNewSequenceName is the naming rule of a sequence or namespace
+// being created: ValidateSequenceName's, less the names "." and "..". Those
+// are dot segments: curl, browsers and many proxies resolve them away before
+// a request leaves (PUT /v1/sequences/./ranges arrives as
+// /v1/sequences/ranges), so a sequence of that name could be created by one
+// client and not reached by the next. Names that only contain dots ("...",
+// "a.b", ".x") are plain segments and stay valid.
+//
+// Only creation applies this rule. A sequence or namespace named "." or ".."
+// created by an earlier release keeps working: every other request checks
+// ValidateSequenceName, which accepts it, and reaches it as %2E or %2E%2E
+// (the Go SDK writes it so). The state machine's own rule (fsm/rules.go) is
+// frozen with the log format and still applies such names, so logs,
+// snapshots and backups that hold them keep applying.
+func ValidateNewSequenceName(name string) error {
+	if err := ValidateSequenceName(name); err != nil {
+		return err
+	}
+	if IsDotSegment(name) {
+		resolved := "/v1/sequences/ranges"
+		if name == ".." {
+			resolved = "/v1/ranges"
+		}
+		return fmt.Errorf("name %q is a dot segment, which URLs and proxies rewrite (curl sends /v1/sequences/%s/ranges as %s); choose another name. One named so by an earlier release keeps working: reach it as %s", name, name, resolved, PathSegment(name))
+	}
+	return nil
+}
+
+// IsDotSegment reports whether name is "." or "..", a path segment that URL
+// normalisation resolves away (RFC 3986, section 5.2.4).
+func IsDotSegment(name string) bool { return name == "." || name == ".." }
+
+// PathSegment is name as it goes into a URL path: as it is, except the dot
+// segments "." and "..", which go percent-encoded as "%2E" and "%2E%2E" so
+// that no client or proxy resolves them away. Every other valid name is made
+// of unreserved characters only and needs no escaping.
+func PathSegment(name string) string {
+	switch name {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return name
+}
+
 // ValidateCount reports whether count is an acceptable reservation size.
 func ValidateCount(count int64) error {
 	if count < 1 || count > MaxReserveCount {

@@ -435,7 +435,7 @@ func (c *Client) Reserve(ctx context.Context, sequence string, count int64) (Ran
 func (c *Client) reserve(ctx context.Context, sequence string, count int64, onFailure func(error)) (Range, error) {
 	var r api.Range
 	body, _ := json.Marshal(api.ReserveRequest{Count: count})
-	if _, err := c.roundTrip(ctx, http.MethodPost, "/v1/sequences/"+sequence+"/ranges", body, &r, onFailure); err != nil {
+	if _, err := c.roundTrip(ctx, http.MethodPost, "/v1/sequences/"+api.PathSegment(sequence)+"/ranges", body, &r, onFailure); err != nil {
 		return Range{}, err
 	}
 	if r.Sequence != sequence || r.First < 1 || r.Last < r.First || r.Last-r.First+1 != count {
@@ -455,12 +455,13 @@ type SequenceSettings struct {
 // CreateSequence creates a sequence, or confirms that it already exists with
 // the same settings (created is then false). A sequence that exists with
 // other settings gives ErrConflict. It is idempotent, so it is retried like
-// every call.
+// every call. Names "." and ".." are refused (ErrInvalidArgument) before
+// anything is sent: see api.ValidateNewSequenceName.
 func (c *Client) CreateSequence(ctx context.Context, name string, s SequenceSettings) (info api.Sequence, created bool, err error) {
 	if err := c.usable(ctx); err != nil {
 		return info, false, err
 	}
-	if err := api.ValidateSequenceName(name); err != nil {
+	if err := api.ValidateNewSequenceName(name); err != nil {
 		return info, false, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	if s.Start < 0 || s.Max < 0 {
@@ -480,7 +481,7 @@ func (c *Client) CreateSequence(ctx context.Context, name string, s SequenceSett
 	body, _ := json.Marshal(req)
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/sequences/"+name, body, &info, nil)
+	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/sequences/"+api.PathSegment(name), body, &info, nil)
 	return info, status == http.StatusCreated, err
 }
 
@@ -496,7 +497,7 @@ func (c *Client) SequenceInfo(ctx context.Context, name string) (api.Sequence, e
 	}
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/sequences/"+name, nil, &info, nil)
+	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/sequences/"+api.PathSegment(name), nil, &info, nil)
 	return info, err
 }
 

@@ -37,6 +37,6 @@ func (c *Client) RaiseSequence(ctx context.Context, name string, atLeast int64) 
 	body, _ := json.Marshal(api.RaiseSequenceRequest{AtLeast: atLeast})
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	_, err := c.roundTrip(ctx, http.MethodPost, "/v1/sequences/"+name+"/raise", body, &res, nil)
+	_, err := c.roundTrip(ctx, http.MethodPost, "/v1/sequences/"+api.PathSegment(name)+"/raise", body, &res, nil)
 	return res, err
 }

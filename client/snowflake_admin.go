@@ -35,13 +35,13 @@ func (c *Client) CreateNamespaceWarnings(ctx context.Context, name string, req a
 	if err := c.usable(ctx); err != nil {
 		return out, false, err
 	}
-	if err := api.ValidateSequenceName(name); err != nil {
+	if err := api.ValidateNewSequenceName(name); err != nil {
 		return out, false, fmt.Errorf("%w: namespace: %v", ErrInvalidArgument, err)
 	}
 	body, _ := json.Marshal(req)
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/namespaces/"+name, body, &out, nil)
+	status, err := c.roundTrip(ctx, http.MethodPut, "/v1/namespaces/"+api.PathSegment(name), body, &out, nil)
 	return out, status == http.StatusCreated, snowflakeError(err)
 }
 
@@ -61,7 +61,7 @@ func (c *Client) InspectSnowflake(ctx context.Context, namespace string, id int6
 	}
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/inspect/snowflake/"+namespace+"/"+strconv.FormatInt(id, 10), nil, &out, nil)
+	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/inspect/snowflake/"+api.PathSegment(namespace)+"/"+strconv.FormatInt(id, 10), nil, &out, nil)
 	return out, snowflakeError(err)
 }
 
@@ -76,7 +76,7 @@ func (c *Client) Leases(ctx context.Context, namespace string) ([]api.Lease, err
 	}
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/namespaces/"+namespace+"/leases", nil, &out, nil)
+	_, err := c.roundTrip(ctx, http.MethodGet, "/v1/namespaces/"+api.PathSegment(namespace)+"/leases", nil, &out, nil)
 	return out.Leases, snowflakeError(err)
 }
 
@@ -97,6 +97,6 @@ func (c *Client) RevokeLease(ctx context.Context, namespace string, worker int64
 	}
 	ctx, cancel := c.withCallTimeout(ctx)
 	defer cancel()
-	_, err := c.roundTrip(ctx, http.MethodPost, "/v1/namespaces/"+namespace+"/leases/"+strconv.FormatInt(worker, 10)+"/revoke", nil, &out, nil)
+	_, err := c.roundTrip(ctx, http.MethodPost, "/v1/namespaces/"+api.PathSegment(namespace)+"/leases/"+strconv.FormatInt(worker, 10)+"/revoke", nil, &out, nil)
 	return out, snowflakeError(err)
 }

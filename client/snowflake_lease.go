@@ -126,7 +126,7 @@ func (g *Snowflake) fail(err error, msg string) {
 }
 
 func (g *Snowflake) leasePath(worker int64) string {
-	return "/v1/namespaces/" + g.ns + "/leases/" + strconv.FormatInt(worker, 10)
+	return "/v1/namespaces/" + api.PathSegment(g.ns) + "/leases/" + strconv.FormatInt(worker, 10)
 }
 
 // maxFloorGiveUps is how many leases in a row the generator gives back
@@ -165,7 +165,7 @@ func (g *Snowflake) acquire() error {
 	}
 	body, _ := json.Marshal(req)
 	var out api.Lease
-	_, err := g.c.roundTrip(ctx, http.MethodPost, "/v1/namespaces/"+g.ns+"/leases", body, &out, g.onFailure)
+	_, err := g.c.roundTrip(ctx, http.MethodPost, "/v1/namespaces/"+api.PathSegment(g.ns)+"/leases", body, &out, g.onFailure)
 	if err != nil {
 		err = snowflakeError(err)
 		var wu *WorkerUnavailableError

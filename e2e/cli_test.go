@@ -64,7 +64,7 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 			Error      string          `json:"error"`
 		} `json:"nodes"`
 	}
-	cliJSON(t, nil, &st, "status", addrFlag)
+	cliJSON(t, nil, &st, "status", "-o", "json", addrFlag)
 	if st.Node == "" || st.Leader == "" || len(st.Members) != 2 || st.Capacity.Sequences == nil || !st.Ready || !st.Storage.Healthy || st.Storage.LogBytes <= 0 {
 		t.Fatalf("ticketd status: %+v, want a ready node with healthy storage, a leader and 2 members", st)
 	}
@@ -93,7 +93,7 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 		t.Fatalf("second reserve %+v is not a 5-ID range above %+v", r2, r)
 	}
 	var info api.Sequence
-	cliJSON(t, env, &info, "sequences", "SEQ")
+	cliJSON(t, env, &info, "sequences", "-o", "json", "SEQ")
 	if info.Name != "SEQ" || info.Next == nil || *info.Next <= r2.Last {
 		t.Fatalf("ticketd sequences SEQ: %+v, want next above %d", info, r2.Last)
 	}
@@ -116,7 +116,7 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 	}
 
 	var list api.SequenceList
-	cliJSON(t, env, &list, "sequences")
+	cliJSON(t, env, &list, "sequences", "-o", "json")
 	if len(list.Sequences) != 1 || list.Sequences[0].Name != "SEQ" {
 		t.Fatalf("ticketd sequences: %+v", list)
 	}

@@ -99,7 +99,7 @@ func TestBinary_AuthBackupRestoreInspect(t *testing.T) {
 	if out, errOut, code := runCLI(t, admin, "audit"); code != 0 || !strings.Contains(out, `"violations": []`) {
 		t.Fatalf("audit: %d %q %s", code, out, errOut)
 	}
-	out, errOut, code = runCLI(t, reserver, "status")
+	out, errOut, code = runCLI(t, reserver, "status", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"fraction_left"`) || !strings.Contains(out, `"years_left"`) {
 		t.Fatalf("status: %d %q %s", code, out, errOut)
 	}

@@ -125,5 +125,9 @@ func (f *FSM) applyRestore(c RestoreBackup, index uint64) any {
 	}
 	f.clockMs = max(f.clockMs, st.ClockMs)
 	f.tokenFloor = max(f.tokenFloor, st.TokenFloor)
+	// Every restored lease is a lease change: the leader's lessor rescans
+	// and starts their recycle timers from this entry alone, whoever asked
+	// for the restore and whether or not they still wait for its answer.
+	f.leaseChanges++
 	return res
 }

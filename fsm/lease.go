@@ -35,6 +35,97 @@ const (
 	LeaseOpRecycle = "recycle"
 )
 
+// Lease is the latest lease of one worker id.
+//
+// Whether it is held is its State, changed only by log entries: a grant or
+// renewal keeps it held, a release, a revoke or the leader's expiry entry
+// ends it, and the leader's recycle entry frees the worker id for the next
+// grant. No time comparison decides any of these (see lease.go). The
+// millisecond fields are the proposing leaders' wall-clock stamps, kept for
+// operators; only the legacy lease commands (types 6-8) decide with them.
+type Lease struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Holder    string `json:"holder"`
+	// Token fences a stale holder: the grant's log index, or one more than
+	// the largest token ever granted if that is larger (after a restore,
+	// whose backup carries the old cluster's larger tokens). It grows with
+	// every grant, also across a restore.
+	Token      uint64 `json:"token"`
+	GrantedMs  int64  `json:"granted_ms"`
+	ExpiresMs  int64  `json:"expires_ms"`
+	ReleasedMs int64  `json:"released_ms,omitempty"` // 0 while not released
+	// RequestID is the acquire's idempotency key: a retried acquire with
+	// the same key gets this lease back while it is held.
+	RequestID string `json:"request_id,omitempty"`
+
+	// State is held, ended (resting) or free (v4).
+	State LeaseState `json:"state"`
+	// Version is the index of the entry that last granted or renewed the
+	// lease (held), ended it (ended) or freed its worker id (free). Expiry
+	// and recycle entries name the version their timer started from and
+	// change nothing if it moved on since (v4).
+	Version uint64 `json:"version"`
+	// EndReason says what ended the lease: released, revoked, expired or
+	// restored (v4).
+	EndReason string `json:"end_reason,omitempty"`
+	// ClientBoundMs is the highest Snowflake timestamp the holder may use:
+	// its own clock when it sent the grant or renewal, plus the TTL (the
+	// largest such value); 0 if the holder never sent its clock (v4).
+	ClientBoundMs int64 `json:"client_bound_ms,omitempty"`
+	// TimestampFloorMs is the highest timestamp any earlier holder of the
+	// worker id may have used, handed to this holder at its grant: it
+	// issues only timestamps above it (v4).
+	TimestampFloorMs int64 `json:"timestamp_floor_ms,omitempty"`
+}
+
+// LeaseState is where a lease is in its life.
+type LeaseState string
+
+// Lease states.
+const (
+	// LeaseHeld: granted and not ended; its holder may generate IDs.
+	LeaseHeld LeaseState = "held"
+	// LeaseEnded: released, revoked, expired or restored; the worker id
+	// rests for the recycle delay before the leader frees it.
+	LeaseEnded LeaseState = "ended"
+	// LeaseFree: the worker id may be granted again.
+	LeaseFree LeaseState = "free"
+)
+
+// nextFloor is the timestamp floor for the next holder of this lease's
+// worker id: nothing its holders may have used lies above it. A holder that
+// never sent its clock is bounded by the leader's stamped expiry, which
+// assumes the two clocks agree (the raw API's caveat; the SDK sends its
+// clock).
+func (l Lease) nextFloor() int64 {
+	bound := l.ClientBoundMs
+	if bound == 0 {
+		bound = l.ExpiresMs
+	}
+	return max(l.TimestampFloorMs, bound)
+}
+
+// EndMs is when the lease stopped (or stops) being held by the stamps:
+// informational, and the legacy commands' rule.
+func (l Lease) EndMs() int64 {
+	if l.ReleasedMs != 0 && l.ReleasedMs < l.ExpiresMs {
+		return l.ReleasedMs
+	}
+	return l.ExpiresMs
+}
+
+// Active reports whether the lease is held at nowMs by the stamps (the
+// legacy commands' rule).
+func (l Lease) Active(nowMs int64) bool { return nowMs < l.EndMs() }
+
+// bound raises the holder's timestamp bound to clientMs + ttl.
+func (l *Lease) bound(clientMs, ttlMs int64) {
+	if clientMs > 0 && clientMs <= math.MaxInt64-ttlMs {
+		l.ClientBoundMs = max(l.ClientBoundMs, clientMs+ttlMs)
+	}
+}
+
 // ErrLeaseTimerStale is the answer to an expiry or recycle entry whose
 // lease moved on (renewed, ended or granted anew) after its timer started:
 // the entry changes nothing, and the leader's timer for the new version
@@ -114,6 +205,37 @@ func EncodeLeaseOp(c LeaseOp) []byte {
 	}
 	return mustEncode(CommandLease, c)
 }
+
+// AcquireLease is the body of CommandAcquireLease (legacy: see lease.go).
+type AcquireLease struct {
+	Namespace string `json:"namespace"`
+	Holder    string `json:"holder"`
+	// RequestID, if set, makes the acquire idempotent (see Lease).
+	RequestID string `json:"request_id,omitempty"`
+	Stamp
+}
+
+// RenewLease is the body of CommandRenewLease (legacy).
+type RenewLease struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Token     uint64 `json:"token"`
+	Stamp
+}
+
+// ReleaseLease is the body of CommandReleaseLease (legacy). A zero Token
+// revokes the lease whatever its token (an operator's revoke).
+type ReleaseLease struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Token     uint64 `json:"token"`
+	Stamp
+}
+
+const (
+	maxHolderLen    = 256
+	maxRequestIDLen = 128
+)
 
 func (f *FSM) applyLeaseOp(c LeaseOp, index, term uint64) any {
 	now := f.tick(c.Stamp) // recorded for operators; decides nothing
@@ -276,47 +398,118 @@ func (f *FSM) heldLease(ns string, worker int64, token uint64, now int64) (*Leas
 	return l, nil
 }
 
-// LeaseTimer is what the leader's timers need of a lease that is held or
-// resting.
-type LeaseTimer struct {
-	Namespace string
-	WorkerID  int64
-	Token     uint64
-	Version   uint64
-	State     LeaseState
-	// WaitMs is how long the leader waits before it proposes the next
-	// step: the TTL for a held lease, the recycle delay for an ended one.
-	WaitMs int64
+// leaseTarget checks an acquire's namespace, holder and request id.
+func (f *FSM) leaseTarget(namespace, holder, requestID string) (*Namespace, map[int64]*Lease, error) {
+	ns, ok := f.namespaces[namespace]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q", ErrNamespaceNotFound, namespace)
+	}
+	if holder == "" || len(holder) > maxHolderLen {
+		return nil, nil, fmt.Errorf("%w: holder must be 1 to %d bytes", ErrInvalidCommand, maxHolderLen)
+	}
+	if len(requestID) > maxRequestIDLen {
+		return nil, nil, fmt.Errorf("%w: request id must be at most %d bytes", ErrInvalidCommand, maxRequestIDLen)
+	}
+	return ns, f.leases[namespace], nil
 }
 
-// LeaseChanges counts every change to any lease; a reader that saw the same
-// count has nothing new to look at.
-func (f *FSM) LeaseChanges() uint64 {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.leaseChanges
+// grant leases worker w to holder at this entry; now is the stamp recorded.
+func (f *FSM) grant(ns *Namespace, w int64, holder, requestID string, clientMs int64, s Stamp, now int64, index, term uint64, legacy bool) Lease {
+	leases := f.leases[ns.Name]
+	token := index
+	if token <= f.tokenFloor && !f.faults.reuseLeaseTokens() {
+		token = f.tokenFloor + 1
+	}
+	l := &Lease{Namespace: ns.Name, WorkerID: w, Holder: holder, Token: token, GrantedMs: now,
+		ExpiresMs: now + ns.LeaseTTLMs, RequestID: requestID, State: LeaseHeld, Version: index}
+	l.bound(clientMs, ns.LeaseTTLMs)
+	rec := AuditRecord{Index: index, Term: term, Leader: s.Leader, TimeMs: now, Kind: AuditLease,
+		Namespace: ns.Name, WorkerID: w, Holder: holder, Token: token, LegacyClock: legacy}
+	if prev, used := leases[w]; used {
+		rec.PrevEndMs = prev.EndMs()
+		rec.PrevToken = prev.Token
+		if prev.State == LeaseFree {
+			rec.PrevFreedIndex = prev.Version
+		}
+		l.TimestampFloorMs = prev.nextFloor()
+	}
+	leases[w] = l
+	f.tokenFloor = max(f.tokenFloor, token)
+	f.leaseChanges++
+	f.audit(rec)
+	return *l
 }
 
-// LeaseTimers returns every lease that is held or resting, and the count of
-// changes it reflects.
-func (f *FSM) LeaseTimers() ([]LeaseTimer, uint64) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []LeaseTimer
-	for name, leases := range f.leases {
-		ns := f.namespaces[name]
+// The legacy lease commands (types 6-8) decide by comparing wall-clock
+// stamps, as ticketd did before issue #18; a leader no longer proposes them,
+// but a log written before the upgrade must replay to the answers its
+// clients were given. They keep the v4 fields in step so that the leader's
+// lease timers take over from where they leave off.
+
+func (f *FSM) applyLegacyAcquire(c AcquireLease, index, term uint64) any {
+	now := f.tick(c.Stamp)
+	ns, leases, err := f.leaseTarget(c.Namespace, c.Holder, c.RequestID)
+	if err != nil {
+		return err
+	}
+	if c.RequestID != "" && !f.faults.skipAcquireIdempotency() {
 		for _, l := range leases {
-			t := LeaseTimer{Namespace: name, WorkerID: l.WorkerID, Token: l.Token, Version: l.Version, State: l.State}
-			switch l.State {
-			case LeaseHeld:
-				t.WaitMs = ns.LeaseTTLMs
-			case LeaseEnded:
-				t.WaitMs = ns.RecycleDelayMs
-			default:
-				continue
+			if l.RequestID == c.RequestID && l.Holder == c.Holder && l.Active(now) {
+				return *l
 			}
-			out = append(out, t)
 		}
 	}
-	return out, f.leaseChanges
+	for w := int64(0); w < ns.MaxWorkers; w++ {
+		prev, used := leases[w]
+		if used && (prev.Active(now) || now < prev.EndMs()+ns.RecycleDelayMs) {
+			continue
+		}
+		return f.grant(ns, w, c.Holder, c.RequestID, 0, c.Stamp, now, index, term, true)
+	}
+	return fmt.Errorf("%w: all %d worker ids of %q are leased or resting", ErrNoWorkerFree, ns.MaxWorkers, c.Namespace)
+}
+
+func (f *FSM) legacyHeldLease(ns string, worker int64, token uint64, now int64) (*Lease, error) {
+	l, err := f.leaseWithToken(ns, worker, token)
+	if err != nil {
+		return nil, err
+	}
+	if !l.Active(now) {
+		return nil, fmt.Errorf("%w: worker %d of %q ended at %d (now %d)", ErrLeaseLost, worker, ns, l.EndMs(), now)
+	}
+	return l, nil
+}
+
+func (f *FSM) applyLegacyRenew(c RenewLease, index uint64) any {
+	now := f.tick(c.Stamp)
+	if c.Token == 0 {
+		return fmt.Errorf("%w: token is required", ErrInvalidCommand)
+	}
+	l, err := f.legacyHeldLease(c.Namespace, c.WorkerID, c.Token, now)
+	if err != nil {
+		return err
+	}
+	l.ExpiresMs = now + f.namespaces[c.Namespace].LeaseTTLMs
+	l.State, l.Version = LeaseHeld, index
+	f.leaseChanges++
+	return *l
+}
+
+func (f *FSM) applyLegacyRelease(c ReleaseLease, index uint64) any {
+	now := f.tick(c.Stamp)
+	l, err := f.legacyHeldLease(c.Namespace, c.WorkerID, c.Token, now)
+	if err != nil {
+		return err
+	}
+	l.ReleasedMs = now
+	l.State, l.Version, l.EndReason = LeaseEnded, index, endReason(c.Token)
+	f.leaseChanges++
+	return *l
+}
+
+func endReason(token uint64) string {
+	if token == 0 {
+		return "revoked"
+	}
+	return "released"
 }

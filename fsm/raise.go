@@ -40,6 +40,9 @@ type RaiseResult struct {
 	Previous int64
 	// Raised is false when the mark was already at or above AtLeast.
 	Raised bool
+	// AtLeast is the entry's value, which the leader that holds blocks of
+	// the sequence must cut them to even when the mark did not move.
+	AtLeast int64
 }
 
 // Skipped is how many IDs the raise passed over.
@@ -64,10 +67,10 @@ func (f *FSM) applyRaise(c RaiseSequence, index, term uint64) any {
 	}
 	prev := s.Issued
 	if c.AtLeast <= prev {
-		return RaiseResult{Sequence: *s, Previous: prev}
+		return RaiseResult{Sequence: *s, Previous: prev, AtLeast: c.AtLeast}
 	}
 	s.Issued = c.AtLeast
 	f.audit(AuditRecord{Index: index, Term: term, Leader: c.Leader, TimeMs: c.NowMs, Kind: AuditRaise,
 		Sequence: c.Name, First: prev + 1, Last: c.AtLeast})
-	return RaiseResult{Sequence: *s, Previous: prev, Raised: true}
+	return RaiseResult{Sequence: *s, Previous: prev, Raised: true, AtLeast: c.AtLeast}
 }

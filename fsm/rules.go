@@ -17,6 +17,13 @@ const maxNameLen = 64
 
 // validateName is the naming rule of sequences and namespaces as applied
 // from the log: 1 to 64 bytes, each an ASCII letter, digit, '.', '_' or '-'.
+//
+// It accepts "." and "..", which api refuses at creation since they are dot
+// segments that URLs and proxies resolve away. That tightening stays in api
+// on purpose: here it would be a new command type that older nodes of a
+// mixed-version cluster cannot apply, and the logs, snapshots and backups of
+// earlier releases that hold such names must keep applying, as those
+// sequences keep working (TestFSMRules_DotNames_...).
 func validateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("name is empty; use 1 to %d of [A-Za-z0-9._-]", maxNameLen)

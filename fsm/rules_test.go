@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -19,8 +20,13 @@ import (
 // would make two binaries apply one log differently. These tests hold the
 // wire to never accepting what Apply refuses, through Apply itself.
 
-// wireAccepts is what httpapi checks before it proposes a create.
+// wireAccepts is what httpapi checks before it proposes a create. Every
+// other request checks ValidateSequenceName, looser (it accepts "." and "..",
+// which earlier releases created), so that one is held to Apply's rule too.
 func wireAccepts(name string, start, max int64) bool {
+	if api.ValidateNewSequenceName(name) == nil && api.ValidateSequenceName(name) != nil {
+		panic("api's creation rule accepts " + name + ", which its lookup rule refuses")
+	}
 	return api.ValidateSequenceName(name) == nil && api.ValidateBounds(start, max) == nil
 }
 
@@ -98,4 +104,73 @@ func FuzzWireRulesImplyFSMRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string, start, max int64) {
 		checkWireImpliesApply(t, name, start, max)
 	})
+}
+
+// Sequences and namespaces named "." or ".." are refused at creation by api
+// (dot segments, which URLs and proxies resolve away) but not by Apply: its
+// rule is frozen with the command format, and logs, snapshots and backups of
+// earlier releases hold such names. They must keep applying and keep
+// working.
+func TestFSMRules_DotNames_RefusedByTheWire_StillAppliedFromLogsSnapshotsBackups(t *testing.T) {
+	for _, name := range []string{".", ".."} {
+		if err := api.ValidateNewSequenceName(name); err == nil || !strings.Contains(err.Error(), "dot segment") {
+			t.Errorf("api.ValidateNewSequenceName(%q) = %v; want the dot-segment refusal", name, err)
+		}
+		if err := api.ValidateSequenceName(name); err != nil {
+			t.Errorf("api.ValidateSequenceName(%q) = %v; an existing sequence of that name must stay reachable", name, err)
+		}
+	}
+	for _, name := range []string{"...", "a.b", ".x", "x.", "._"} {
+		if err := api.ValidateNewSequenceName(name); err != nil {
+			t.Errorf("api.ValidateNewSequenceName(%q) = %v; only \".\" and \"..\" are dot segments", name, err)
+		}
+	}
+
+	a := leaseApplier{newApplier(t)}
+	a.mustCreate(".", 1, math.MaxInt64)
+	a.mustCreate("..", 100, math.MaxInt64)
+	if res, bad := a.create(testNamespace("."), t0).(error); bad {
+		t.Fatalf("create namespace \".\": %v", res)
+	}
+	a.mustAcquire(".", "h1", t0)
+	if b := a.mustReserve(".", 10, 1); b.First != 1 || b.Last != 10 {
+		t.Fatalf("first block of \".\" = %+v, want 1..10", b)
+	}
+	a.mustRaise("..", 1000)
+	if b := a.mustReserve("..", 5, 1); b.First != 1001 {
+		t.Fatalf("block of \"..\" after a raise to 1000 = %+v, want it to start at 1001", b)
+	}
+
+	// Snapshot and restore: the same state.
+	g := restore(t, persist(t, a.f))
+	for _, name := range []string{".", ".."} {
+		if got, want := mustSeq(t, g, name), a.seq(name); got != want {
+			t.Errorf("after snapshot and restore, %q = %+v, want %+v", name, got, want)
+		}
+	}
+	// A backup restored into an empty cluster: the marks lifted, still
+	// reserving.
+	var backup bytes.Buffer
+	if err := a.f.Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	b := newApplier(t)
+	if res, bad := b.restoreBackup(backup.Bytes(), 50, t0).(error); bad {
+		t.Fatalf("restore of a backup holding dot names: %v", res)
+	}
+	if blk := b.mustReserve(".", 1, 1); blk.First <= 10 {
+		t.Fatalf("\".\" after restore handed out %+v, at or below its old mark 10", blk)
+	}
+	if _, ok := b.f.Namespace("."); !ok {
+		t.Fatalf("namespace \".\" lost in backup and restore")
+	}
+}
+
+func mustSeq(t *testing.T, f *fsm.FSM, name string) fsm.Sequence {
+	t.Helper()
+	s, ok := f.Sequence(name)
+	if !ok {
+		t.Fatalf("sequence %q does not exist", name)
+	}
+	return s
 }

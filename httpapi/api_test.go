@@ -375,7 +375,9 @@ func testSequenceNames(t *testing.T, n *node, log *rangeLog) {
 	name65 := strings.Repeat("b", 65)
 
 	// Valid names, including the edges of the rule.
-	for _, name := range []string{name64, "..", ".", "_", "-", "A.b_c-9", "0"} {
+	// Dots are fine inside a name; "." and ".." alone are dot segments,
+	// refused below (dotnames_test.go covers them).
+	for _, name := range []string{name64, "...", ".x", "x.", "_", "-", "A.b_c-9", "0"} {
 		r := n.MustCall(t, http.MethodPut, "/v1/sequences/"+name, nil)
 		expectJSON(t, "create "+name, r, http.StatusCreated)
 		var s api.Sequence
@@ -403,7 +405,6 @@ func testSequenceNames(t *testing.T, n *node, log *rangeLog) {
 		{"100_chars", strings.Repeat("c", 100), []string{"100"}},
 		{"space", "a%20b", []string{"sequence name", "' '"}},
 		{"escaped_slash", "a%2Fb", []string{"sequence name"}},
-		{"escaped_dot_dot", "%2E%2E", []string{"sequence name"}},
 		{"unicode_e_acute", "%C3%A9", []string{"sequence name", "byte 0"}},
 		{"unicode_in_middle", "ab%C3%A9", []string{"sequence name", "byte 2"}},
 		{"plus", "a+b", []string{"sequence name", "'+'"}},
@@ -430,8 +431,20 @@ func testSequenceNames(t *testing.T, n *node, log *rangeLog) {
 		}
 	}
 
+	// A dot segment, as is or escaped, may not be created; as the name of
+	// a sequence an earlier release may hold, it is looked up.
+	for _, seg := range []string{".", "..", "%2E", "%2E%2E"} {
+		for _, body := range []string{``, `{"start":1}`} {
+			c := badCase{name: "dot_segment_" + seg + "/PUT_" + body, method: http.MethodPut, path: "/v1/sequences/" + seg, body: body,
+				status: http.StatusBadRequest, typ: api.ProblemBadRequest, detail: []string{"dot segment"}}
+			t.Run(c.name, func(t *testing.T) { runBad(t, n, log, "orders", c) })
+		}
+	}
+
 	// A well-formed name that does not exist.
 	for _, c := range []badCase{
+		{name: "unknown_dot_dot/GET", method: http.MethodGet, path: "/v1/sequences/%2E%2E", status: http.StatusNotFound, typ: api.ProblemNotFound, detail: []string{`".."`}},
+		{name: "unknown_dot/POST_ranges", method: http.MethodPost, path: "/v1/sequences/./ranges", body: `{"count":1}`, status: http.StatusNotFound, typ: api.ProblemNotFound, detail: []string{`"."`}},
 		{name: "valid_name_plus_one/POST", method: http.MethodPost, path: "/v1/sequences/" + name64 + "x/ranges", body: `{"count":1}`, status: http.StatusBadRequest, typ: api.ProblemBadRequest, detail: []string{"65"}},
 		{name: "unknown/GET", method: http.MethodGet, path: "/v1/sequences/nope", status: http.StatusNotFound, typ: api.ProblemNotFound, detail: []string{"nope"}},
 		{name: "unknown/POST_ranges", method: http.MethodPost, path: "/v1/sequences/nope/ranges", body: `{"count":1}`, status: http.StatusNotFound, typ: api.ProblemNotFound, detail: []string{"nope"}},

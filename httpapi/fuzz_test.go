@@ -188,22 +188,13 @@ func buildRequest(route int, seg1, seg2, query string, body []byte) (request, bo
 	if !sameSegments(r.url, fuzzRoutes[route].path, r.seg1, r.seg2) {
 		return r, false
 	}
-	r.p1, r.p2 = param(r.seg1, r.raw1), param(r.seg2, r.raw2)
+	// The handler sees each segment decoded (RFC 3986: "%2D" is "-"; "%2E"
+	// is ".", which reaches a sequence named so by an earlier release).
+	r.p1, r.p2 = r.seg1, r.seg2
 	r.query = r.url.Query()
 	r.emptySegment = (strings.Contains(fuzzRoutes[route].path, "{1}") && r.raw1 == "") ||
 		(strings.Contains(fuzzRoutes[route].path, "{2}") && r.raw2 == "")
 	return r, true
-}
-
-// param is the path parameter a handler must see for a segment sent as raw
-// that decodes to decoded: the decoded one (RFC 3986: "%2D" is "-"), except
-// a dot-segment, which a URI normalizer would resolve away, and which stays
-// as sent.
-func param(decoded, raw string) string {
-	if decoded == "." || decoded == ".." {
-		return raw
-	}
-	return decoded
 }
 
 // sameSegments reports whether the path of u, as the server sees it, has
@@ -384,6 +375,10 @@ func validSequenceName(s string) bool {
 	}
 	return true
 }
+
+// creatableName is the README's rule for a new sequence or namespace: a
+// valid name that is not a dot segment ("." or "..").
+func creatableName(s string) bool { return validSequenceName(s) && s != "." && s != ".." }
 
 // hostPort is a loose check of "host:port" for what reached a Store.
 func hostPort(addr string) bool {
@@ -798,7 +793,7 @@ func expectFor(r request) expectation {
 		if v := body["max"]; v.set {
 			max = v.i
 		}
-		if !validSequenceName(r.p1) || !bodyOK || start < 1 || max < start {
+		if !creatableName(r.p1) || !bodyOK || start < 1 || max < start {
 			return no
 		}
 		return expectation{call: true, args: fmt.Sprintf("CreateSequence(%q,%d,%d)", r.p1, start, max)}
@@ -825,7 +820,7 @@ func expectFor(r request) expectation {
 	case rRemoveMember:
 		return expectation{call: true, args: fmt.Sprintf("Remove(%q)", r.p1)}
 	case rCreateNamespace:
-		if !validSequenceName(r.p1) || !bodyOK {
+		if !creatableName(r.p1) || !bodyOK {
 			return no
 		}
 		n, ok := namespaceFrom(r.p1, body)

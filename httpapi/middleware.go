@@ -62,16 +62,19 @@ func (s *Service) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // escaped; matched against Path they come decoded. Without this a handler
 // saw "n%31" for /v1/cluster/members/n%31 but "no body" for
 // /v1/cluster/members/no%20body, and a member whose id the SDK escapes could
-// never be removed. RFC 3986 makes both spellings the same URI. A segment
-// that decodes to "." or ".." stays as it came: a URI normalizer resolves a
-// dot-segment away, so it names nothing (and /v1/sequences/%2E%2E stays a
-// bad sequence name, as it always was).
+// never be removed. RFC 3986 makes both spellings the same URI.
+//
+// "%2E" and "%2E%2E" decode to "." and "..": the only way a client that
+// resolves dot segments (curl, most proxies) can reach a sequence or
+// namespace of that name, which earlier releases let be created (api.
+// ValidateNewSequenceName now refuses it). A client that sent the dots as
+// they are reaches the same sequence, so both spellings name one thing.
 func decodeParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().URL.RawPath != "" {
 			vals := c.ParamValues()
 			for i, v := range vals {
-				if d, err := url.PathUnescape(v); err == nil && d != "." && d != ".." {
+				if d, err := url.PathUnescape(v); err == nil {
 					vals[i] = d
 				}
 			}

@@ -12,7 +12,7 @@ import (
 // test's comment.
 
 // TestDecode_TrailingCloseBraceOrBracket_Is400: decodeBody
-// (httpapi/service.go) used to check dec.More() after dec.Decode, which let a stray
+// (then in httpapi/service.go, now request.go) used to check dec.More() after dec.Decode, which let a stray
 // '}' or ']' after the JSON object through, because json.Decoder.More
 // reports false when the next byte is '}' or ']'. So `{"count":5}}` reserves
 // 5 IDs and `{"start":1}}` creates a sequence, where the README promises

@@ -44,7 +44,7 @@ type SnowflakeStore interface {
 
 func (s *Service) createNamespace(c echo.Context) error {
 	name := c.Param("name")
-	if err := api.ValidateSequenceName(name); err != nil {
+	if err := api.ValidateNewSequenceName(name); err != nil {
 		return badRequest("namespace: " + err.Error())
 	}
 	var req api.NamespaceRequest

@@ -1,18 +1,3 @@
-// Package respapi is ticketd's Redis-protocol front: a Redis client (any
-// language's) reserves IDs with INCR / INCRBY, served by the same issuer, with
-// the same tokens and the same forwarding as the HTTP API.
-//
-// A connection's commands are read in batches: every command the client has
-// already sent (a pipeline) is read before any is answered, the
-// reservations among them run at once, so that they share the leader's
-// leadership rounds, and the answers are written in order with one flush.
-// A client that sends one command at a time gets it served on the
-// connection's own goroutine, with no hand-off.
-//
-// Nothing but AUTH, HELLO, PING and QUIT is served before a connection has
-// authenticated, when the node has tokens. A node that is not the serving
-// leader forwards reservations and reads to the leader's HTTP API with the
-// caller's token, as the HTTP API does.
 package respapi
 
 import (

@@ -11,6 +11,13 @@ import "github.com/ticketd/ticketd/fsm"
 type faultConfig struct {
 	// UnsafeFSM plants bugs in the state machine (see fsm.Faults).
 	UnsafeFSM fsm.Faults
+	// UnsafeRaiseCutByCaller brings back the code before issue 30: the
+	// leader's issuer is cut by the raise handler after its Apply returned,
+	// not where the entry applies, so a raise whose caller hung up moves
+	// the mark while the leader goes on serving what it holds below it.
+	UnsafeRaiseCutByCaller bool
 }
+
+func (c faultConfig) raiseCutByCaller() bool { return c.UnsafeRaiseCutByCaller }
 
 func (c faultConfig) plantFaults(f *fsm.FSM) { f.PlantFaults(c.UnsafeFSM) }

@@ -9,3 +9,5 @@ import "github.com/ticketd/ticketd/fsm"
 type faultConfig struct{}
 
 func (faultConfig) plantFaults(*fsm.FSM) {}
+
+func (faultConfig) raiseCutByCaller() bool { return false }

@@ -143,7 +143,7 @@ func Start(cfg Config) (*Server, error) {
 	s.issuer = issuer.New(node, cfg.Issuer)
 	// The lease timers start only when the node serves as leader.
 	s.lessor = lessor.New(state, node.ApplyLeaseOp, lessor.Config{Logger: log, Metrics: cfg.Metrics})
-	if err := node.Start(leadershipListener{s.issuer, s.lessor}); err != nil {
+	if err := node.Start(leadershipListener{s.issuer, s.lessor, cfg.faultConfig}); err != nil {
 		_ = node.Shutdown(context.Background(), false)
 		cancel()
 		closeListeners()
@@ -377,10 +377,11 @@ func (s *Server) send(method, url string, body any) error {
 }
 
 // leadershipListener connects the node's leadership to the issuer and the
-// lessor's lease timers.
+// lessor's lease timers, and every applied raise to the issuer's cut.
 type leadershipListener struct {
-	is *issuer.Issuer
-	ls *lessor.Lessor
+	is     *issuer.Issuer
+	ls     *lessor.Lessor
+	faults faultConfig
 }
 
 func (l leadershipListener) LeadershipAcquired(ld cluster.Leadership) {
@@ -391,6 +392,21 @@ func (l leadershipListener) LeadershipAcquired(ld cluster.Leadership) {
 func (l leadershipListener) LeadershipLost(cluster.Leadership) {
 	l.is.Drop()
 	l.ls.LeadershipLost()
+}
+
+// RaiseApplied cuts what this node's issuer holds at or below atLeast. The
+// state machine's mark counts the blocks already granted to this leader, so
+// a raise to a value inside such a block changes no mark, yet the IDs below
+// the value that the block still holds must not be served once the raise is
+// acknowledged. A raise that applies in this node's term can only meet
+// blocks of this node's issuer; any later leader takes its blocks from above
+// the raised mark; on a follower the issuer holds nothing and this is a
+// lookup in an empty map.
+func (l leadershipListener) RaiseApplied(sequence string, atLeast int64) {
+	if l.faults.raiseCutByCaller() {
+		return // the planted bug raise-cut-by-caller: the handler cuts, if it still waits
+	}
+	l.is.Raise(sequence, atLeast)
 }
 
 var _ httpapi.Store = store{}
@@ -428,13 +444,11 @@ func (st store) CreateSequence(ctx context.Context, c domain.SequenceSettings) (
 	return sequenceOf(res.Sequence), res.Created, nil
 }
 
-// RaiseSequence applies a raise, then makes this node's issuer cut whatever
-// it holds at or below atLeast: the state machine's mark counts the blocks
-// already granted to this leader, so a raise to a value inside such a block
-// changes no mark, yet the IDs below the value that the block still holds
-// must not be served after the raise has returned. The entry committed in
-// this node's term, so only this node's issuer can hold such IDs; any later
-// leader takes its blocks from above the raised mark.
+// RaiseSequence applies a raise. The leader's cut of what it holds at or
+// below atLeast is not made here but where the entry applies
+// (leadershipListener.RaiseApplied), before Apply returns: a caller that
+// hangs up ends this wait, never the entry, and the cut must not depend on
+// who still waits for the answer (issue 30).
 func (st store) RaiseSequence(ctx context.Context, name string, atLeast int64) (domain.RaiseResult, error) {
 	resp, err := st.s.node.Apply(ctx, fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: atLeast, Stamp: st.s.node.Stamp()}))
 	if err != nil {
@@ -444,7 +458,9 @@ func (st store) RaiseSequence(ctx context.Context, name string, atLeast int64) (
 	if !ok {
 		return domain.RaiseResult{}, fmt.Errorf("raise sequence: unexpected FSM response %T", resp)
 	}
-	st.s.issuer.Raise(name, atLeast)
+	if st.s.cfg.raiseCutByCaller() {
+		st.s.issuer.Raise(name, atLeast) // the planted bug raise-cut-by-caller (faults.go)
+	}
 	return domain.RaiseResult{Sequence: sequenceOf(res.Sequence), Raised: res.Raised, Skipped: res.Skipped()}, nil
 }
 
@@ -539,11 +555,16 @@ func (st store) Restore(ctx context.Context, backup []byte, advance int64) error
 	if !ok {
 		return fmt.Errorf("restore: unexpected FSM response %T", resp)
 	}
-	// The state changed under the issuer: the leader loop drops its blocks
-	// and serves again only after a new Barrier. The restore has committed
-	// whatever happens here, so a failure is only logged.
-	if err := st.s.node.Reestablish(ctx); err != nil {
-		st.s.log.Warn("restore committed; re-establishing leadership failed", "err", err)
+	// The state changed under the issuer and the lessor: the node's leader
+	// loop starts a new stretch of leadership after a Barrier, asked for
+	// where the entry applied (cluster's appliedFSM), so that it happens
+	// whether or not this caller still waits; and the restored leases
+	// count as a lease change there, which starts their recycle timers.
+	// The answer waits for the new stretch so that the caller's next
+	// request meets it; the restore has committed whatever happens here,
+	// so a failure is only logged.
+	if err := st.s.node.AwaitReestablished(ctx); err != nil {
+		st.s.log.Warn("restore committed; waiting for leadership to be re-established failed", "err", err)
 	}
 	st.s.log.Info("restored from backup", "sequences", rep.Sequences, "namespaces", rep.Namespaces, "advance", advance, "exhausted", rep.Exhausted)
 	return nil

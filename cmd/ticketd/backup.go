@@ -47,11 +47,11 @@ func adminCall(ctx context.Context, o *clientOpts, method, path string, body []b
 			continue
 		}
 		if resp.StatusCode == http.StatusServiceUnavailable {
-			errs = append(errs, fmt.Errorf("%s: %s", ep, strings.TrimSpace(string(data))))
+			errs = append(errs, apiError(ep, resp.StatusCode, data))
 			continue
 		}
 		if resp.StatusCode/100 != 2 {
-			return nil, fmt.Errorf("%s: %s: %s", ep, resp.Status, strings.TrimSpace(string(data)))
+			return nil, apiError(ep, resp.StatusCode, data)
 		}
 		return data, nil
 	}

@@ -21,7 +21,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -41,6 +41,8 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.Issuer.Unsafe.KeepBlocks = true
 		case "raise-no-cut":
 			cfg.Issuer.Unsafe.RaiseNoCut = true
+		case "raise-cut-by-caller":
+			cfg.UnsafeRaiseCutByCaller = true
 		case "restore-skip-empty-check":
 			cfg.UnsafeFSM.RestoreSkipEmptyCheck = true
 		case "reuse-lease-tokens":

@@ -76,8 +76,17 @@ func auditCmd(args []string, stdout, stderr io.Writer) error {
 	list := fs.Bool("list", false, "print the audit records instead of checking them")
 	after := fs.Uint64("after-seq", 0, "with --list: records numbered above this (the \"seq\" of the last record seen)")
 	limit := fs.Int("limit", 1000, "with --list: at most this many records")
+	outFlag := outputFlag(fs)
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
+	}
+	// The check prints JSON only: its verdict is the exit code.
+	format, err := output(*outFlag, outputTable)
+	if err != nil {
+		return err
+	}
+	if !*list && *outFlag == outputTable {
+		return usageError{"-o table: only `ticketd audit --list` prints a table; the check prints JSON"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *co.timeout)
 	defer cancel()
@@ -85,6 +94,9 @@ func auditCmd(args []string, stdout, stderr io.Writer) error {
 		var out api.AuditList
 		if err := getJSON(ctx, co, fmt.Sprintf("/v1/audit?after_seq=%d&limit=%d", *after, *limit), &out); err != nil {
 			return err
+		}
+		if format == outputTable {
+			return writeAuditTable(stdout, out, *limit)
 		}
 		return printJSON(stdout, out)
 	}
@@ -109,12 +121,21 @@ func namespacesCmd(args []string, stdout, stderr io.Writer) error {
 	preset := fs.String("preset", "", `with --create: a layout preset; "instagram": shard-embedding IDs, 40 bits of ms, 13 of shard, 10 of sequence (lease a shard with worker_id)`)
 	horizon := fs.Int64("horizon-years", 0, "with --create: how long the namespace is meant to last (default 30); a layout that runs out sooner is created with a warning")
 	leases := fs.Bool("leases", false, "list the namespace's worker-id leases")
+	outFlag := outputFlag(fs)
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 || ((*create || *leases) && len(pos) != 1) || (!*create && (*preset != "" || *horizon != 0)) {
-		return usageError{"usage: ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases]"}
+		return usageError{"usage: ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases [-o table|json]]"}
+	}
+	// Only the leases are a table; the namespaces themselves print JSON.
+	format, err := output(*outFlag, outputTable)
+	if err != nil {
+		return err
+	}
+	if !*leases && *outFlag == outputTable {
+		return usageError{"-o table: only `ticketd namespaces NS --leases` prints a table; namespaces print JSON"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *co.timeout)
 	defer cancel()
@@ -143,7 +164,10 @@ func namespacesCmd(args []string, stdout, stderr io.Writer) error {
 	case *leases:
 		var out api.LeaseList
 		if err := getJSON(ctx, co, "/v1/namespaces/"+url.PathEscape(pos[0])+"/leases", &out); err != nil {
-			return err
+			return withHint(err, namespaceHint(pos[0]))
+		}
+		if format == outputTable {
+			return writeLeasesTable(stdout, out)
 		}
 		return printJSON(stdout, out)
 	case len(pos) == 1:

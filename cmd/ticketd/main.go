@@ -10,6 +10,7 @@
 //	ticketd backup  --out FILE
 //	ticketd restore --in FILE --advance N
 //	ticketd tls ca create | tls cert create --node ID
+//	ticketd completion bash|zsh
 //	ticketd version
 //
 // Every flag can also be set as TICKETD_<FLAG> in the environment (for
@@ -30,7 +31,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -115,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = planCmd(args[1:], stdout, stderr)
 	case "tls":
 		err = tlsCmd(args[1:], stdout, stderr)
+	case "completion":
+		err = completionCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 		return 0
@@ -129,7 +131,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "ticketd:", err)
+		msg, hint := explain(err)
+		fmt.Fprintln(stderr, "ticketd:", msg)
+		if hint != "" {
+			fmt.Fprintln(stderr, "hint:", hint)
+		}
 		var usageErr usageError
 		if errors.As(err, &usageErr) {
 			return 2
@@ -441,7 +447,7 @@ func reserveCmd(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	r, err := c.Reserve(ctx, pos[0], n)
 	if err != nil {
-		return err
+		return withHint(err, createHint(pos[0]))
 	}
 	return printJSON(stdout, api.Range{Sequence: pos[0], First: r.First, Last: r.Last})
 }
@@ -450,12 +456,17 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sequences", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
+	out := outputFlag(fs)
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return usageError{"usage: ticketd sequences [SEQ]"}
+		return usageError{"usage: ticketd sequences [SEQ] [-o table|json]"}
+	}
+	format, err := output(*out, outputTable)
+	if err != nil {
+		return err
 	}
 	c, ctx, cancel, err := newClient(co)
 	if err != nil {
@@ -465,7 +476,10 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 {
 		info, err := c.SequenceInfo(ctx, pos[0])
 		if err != nil {
-			return err
+			return withHint(err, createHint(pos[0]))
+		}
+		if format == outputTable {
+			return writeSequencesTable(stdout, []api.Sequence{info})
 		}
 		return printJSON(stdout, info)
 	}
@@ -473,93 +487,10 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if format == outputTable {
+		return writeSequencesTable(stdout, seqs)
+	}
 	return printJSON(stdout, api.SequenceList{Sequences: seqs})
-}
-
-func statusCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	co := clientFlags(fs)
-	if _, err := flagsAnywhere(fs, args); err != nil {
-		return err
-	}
-	c, ctx, cancel, err := newClient(co)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	st, err := c.Cluster(ctx)
-	if err != nil {
-		return err
-	}
-	capLeft, err := fetchCapacity(ctx, co)
-	if err != nil {
-		return fmt.Errorf("capacity: %w", err)
-	}
-	return printJSON(stdout, struct {
-		api.ClusterStatus
-		Capacity capacity   `json:"capacity"`
-		Nodes    []nodeView `json:"nodes"`
-	}{st, capLeft, nodeViews(ctx, co, st)})
-}
-
-// nodeView is one member as it sees itself: readiness, lag and storage.
-type nodeView struct {
-	ID         string           `json:"id"`
-	API        string           `json:"api,omitempty"`
-	State      string           `json:"state,omitempty"`
-	Ready      bool             `json:"ready"`
-	NotReady   string           `json:"not_ready,omitempty"`
-	LagEntries uint64           `json:"lag_entries"`
-	Storage    *api.NodeStorage `json:"storage,omitempty"`
-	// Error is why this member could not be asked.
-	Error string `json:"error,omitempty"`
-}
-
-// nodeViews asks every member with a known API address for its own status,
-// all at once and within ctx, so that one node that cannot store anything
-// shows up even while the node that answered the cluster view is fine.
-func nodeViews(ctx context.Context, co *clientOpts, st api.ClusterStatus) []nodeView {
-	scheme := "http"
-	if eps := co.endpoints(); len(eps) > 0 && strings.HasPrefix(eps[0], "https://") {
-		scheme = "https"
-	}
-	views := make([]nodeView, len(st.Members))
-	var wg sync.WaitGroup
-	for i, m := range st.Members {
-		views[i] = nodeView{ID: m.ID}
-		if m.HTTPAddr == "" {
-			views[i].Error = "its API address is not registered yet"
-			continue
-		}
-		views[i].API = scheme + "://" + m.HTTPAddr
-		wg.Add(1)
-		go func(v *nodeView) {
-			defer wg.Done()
-			one := *co
-			addr := v.API
-			one.addr = &addr
-			c, _, cancel, err := newClient(&one)
-			if err != nil {
-				v.Error = err.Error()
-				return
-			}
-			defer cancel()
-			defer c.Close()
-			ns, err := c.Cluster(ctx)
-			if err != nil {
-				v.Error = err.Error()
-				return
-			}
-			if ns.Node != v.ID {
-				v.Error = fmt.Sprintf("%s answered as %q", v.API, ns.Node)
-				return
-			}
-			v.State, v.Ready, v.NotReady, v.LagEntries, v.Storage = ns.State, ns.Ready, ns.NotReady, ns.LagEntries, &ns.Storage
-		}(&views[i])
-	}
-	wg.Wait()
-	return views
 }
 
 func joinCmd(args []string, stdout, stderr io.Writer) error {

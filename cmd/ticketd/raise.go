@@ -32,7 +32,7 @@ func raiseCmd(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	res, err := c.RaiseSequence(ctx, pos[0], *atLeast)
 	if err != nil {
-		return err
+		return withHint(err, createHint(pos[0]))
 	}
 	if res.Raised {
 		fmt.Fprintf(stderr, "raised %q past %d (%d IDs skipped)\n", pos[0], *atLeast, res.Skipped)

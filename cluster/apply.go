@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// Apply proposes a command and waits until it is committed and applied on
+// this node, then returns the FSM's response. A business rejection from the
+// FSM comes back as the error.
+func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
+	resp, err := n.applyResponse(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err, isErr := resp.(error); isErr {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// applyResponse is Apply with the FSM's response as it is, a rejection
+// included: the error is only the proposal's.
+func (n *Node) applyResponse(ctx context.Context, cmd []byte) (any, error) {
+	if _, ok := n.Leadership(); !ok {
+		return nil, ErrNotLeader
+	}
+	// raft's timeout bounds only the enqueue; the wait below has ours.
+	start := time.Now()
+	var f raft.ApplyFuture
+	if err := n.await(ctx, func() raft.Future {
+		f = n.raft.Apply(cmd, n.cfg.ElectionTimeout)
+		return f
+	}); err != nil {
+		return nil, err
+	}
+	n.cfg.Metrics.ObserveApply(time.Since(start))
+	return f.Response(), nil
+}
+
+// await hands Raft a request (start returns its future) and waits for the
+// answer, for ctx to end, or for the node to shut down. A node that is
+// shutting down starts nothing new. The goroutine that waits on the future
+// outlives a caller who stops waiting, until Raft answers: Shutdown waits
+// for it (see futures).
+func (n *Node) await(ctx context.Context, start func() raft.Future) error {
+	n.futuresMu.Lock()
+	if n.closing {
+		n.futuresMu.Unlock()
+		return ErrShutdown
+	}
+	n.futures.Add(1)
+	n.futuresMu.Unlock()
+	f := start()
+	done := make(chan error, 1)
+	go func() {
+		defer n.futures.Done()
+		done <- f.Error()
+	}()
+	select {
+	case err := <-done:
+		return mapRaftError(err)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	case <-n.shutdownCh:
+		return ErrShutdown
+	}
+}
+
+// ReserveBlocks proposes block requests of one or more sequences as one log
+// entry and returns each one's outcome, as the FSM computed it when it
+// applied the entry. A lone request is proposed as a ReserveBlock entry
+// (type 2), so a single-sequence log reads as it did before batches
+// existed; several go as one ReserveBlocks entry (type 11). An error is the
+// entry's (not leader, timeout, shut down), and then no outcome is known.
+func (n *Node) ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error) {
+	stamp := n.Stamp() // for the audit only: no block depends on it
+	if len(reqs) == 1 {
+		r := reqs[0]
+		resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: r.Name, Count: r.Count, Min: r.Min, Stamp: stamp}))
+		if err != nil {
+			return nil, err
+		}
+		switch v := resp.(type) {
+		case fsm.Block:
+			return []fsm.BlockOutcome{{Block: v}}, nil
+		case error:
+			return []fsm.BlockOutcome{{Err: v}}, nil
+		}
+		return nil, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
+	}
+	resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlocks(fsm.ReserveBlocks{Requests: reqs, Stamp: stamp}))
+	if err != nil {
+		return nil, err
+	}
+	switch v := resp.(type) {
+	case fsm.BlockBatch:
+		return v.Outcomes, nil
+	case error:
+		return nil, v // the whole entry refused: a bug, since the issuer never proposes an empty or oversized batch
+	}
+	return nil, fmt.Errorf("reserve blocks: unexpected FSM response %T", resp)
+}
+
+// ApplyLeaseOp stamps a lease operation with this leader's clock and ID
+// (recorded for operators, never compared) and applies it; the answer is the
+// FSM's.
+func (n *Node) ApplyLeaseOp(ctx context.Context, op fsm.LeaseOp) (any, error) {
+	op.Stamp = n.Stamp()
+	return n.Apply(ctx, fsm.EncodeLeaseOp(op))
+}
+
+// Stamp is what this node, as leader, writes into entries that carry time:
+// its wall clock and its ID. Lease decisions use the FSM's clock, the largest
+// stamp applied so far, so every replica decides the same way.
+func (n *Node) Stamp() fsm.Stamp {
+	return fsm.Stamp{NowMs: n.WallNow().UnixMilli(), Leader: n.cfg.ID}
+}
+
+// WallNow reads this node's wall clock (Config.WallClock).
+func (n *Node) WallNow() time.Time {
+	if n.cfg.WallClock != nil {
+		return n.cfg.WallClock()
+	}
+	return time.Now()
+}
+
+// Snapshot forces a snapshot now.
+func (n *Node) Snapshot(ctx context.Context) error {
+	return n.await(ctx, func() raft.Future { return n.raft.Snapshot() })
+}

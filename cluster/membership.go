@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// Join adds a voter, or only updates its metadata when it is already a
+// voter at that address (a restarted or re-registering node).
+func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	present := false
+	for _, s := range cf.Configuration().Servers {
+		switch {
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr):
+			present = true
+		case s.ID == raft.ServerID(id):
+			return fmt.Errorf("%w: member %q already has raft address %s; remove it first", ErrMemberConflict, id, s.Address)
+		case s.Address == raft.ServerAddress(raftAddr):
+			return fmt.Errorf("%w: raft address %s already belongs to member %q", ErrMemberConflict, raftAddr, s.ID)
+		}
+	}
+	if !present {
+		// Refuse a voter this leader cannot reach on its Raft port (over
+		// mutual TLS when that is on): a wrong address or a host without
+		// the cluster's CA would only lower the cluster's fault tolerance.
+		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
+			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
+		}
+		if err := n.await(ctx, func() raft.Future {
+			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+		}); err != nil {
+			return err
+		}
+		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
+	}
+	want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
+	if m, ok := n.fsm.Member(id); ok && m == want {
+		return nil
+	}
+	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
+	return err
+}
+
+// UpdateMetadata records the addresses of a node that is already in the
+// Raft configuration. Unlike Join it never adds a voter, so a node that was
+// removed cannot bring itself back by re-registering.
+func (n *Node) UpdateMetadata(ctx context.Context, id, raftAddr, httpAddr string) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID != raft.ServerID(id) {
+			continue
+		}
+		if s.Address != raft.ServerAddress(raftAddr) {
+			return fmt.Errorf("%w: member %q has raft address %s, not %s", ErrMemberConflict, id, s.Address, raftAddr)
+		}
+		want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
+		if m, ok := n.fsm.Member(id); ok && m == want {
+			return nil
+		}
+		_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
+		return err
+	}
+	return fmt.Errorf("%w: %q is not in the raft configuration", ErrMemberNotFound, id)
+}
+
+// Remove removes a member from the cluster. Removing the leader itself makes
+// it step down once the change commits.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	found := false
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			found = true
+		}
+	}
+	if !found {
+		if _, ok := n.fsm.Member(id); !ok {
+			return fmt.Errorf("%w: %q", ErrMemberNotFound, id)
+		}
+	}
+	// Metadata first: once the leader has removed itself it can no longer
+	// apply anything.
+	if _, err := n.Apply(ctx, fsm.EncodeRemoveMember(fsm.RemoveMember{ID: id})); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	if err := n.await(ctx, func() raft.Future {
+		return n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ElectionTimeout)
+	}); err != nil {
+		return err
+	}
+	n.log.Info("removed member", "id", id)
+	return nil
+}
+
+// TransferLeadership hands leadership to another voter and waits for it.
+func (n *Node) TransferLeadership(ctx context.Context) error {
+	return n.await(ctx, n.raft.LeadershipTransfer)
+}
+
+// IsMember reports whether the Raft configuration names this node.
+func (n *Node) IsMember() bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Node) voterCount() int {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}

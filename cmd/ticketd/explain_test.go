@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/client"
+	"github.com/ticketd/ticketd/internal/testcluster"
+)
+
+func TestErrors_OnePrefixTheProblemOnceAndAHint(t *testing.T) {
+	tc := testcluster.New(t, 1, nil)
+	url := tc.URLs()[0]
+	addr := "--addr=" + url
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sequences", "nope", addr},
+			"ticketd: sequence not found: \"nope\" (404 from " + url + ")\nhint: create it with `ticketd create nope`\n"},
+		{[]string{"reserve", "nope", "3", addr},
+			"ticketd: sequence not found: \"nope\" (404 from " + url + ")\nhint: create it with `ticketd create nope`\n"},
+		// The commands that speak HTTP themselves read the problem too.
+		{[]string{"namespaces", "nope", "--leases", addr},
+			"ticketd: namespace not found: \"nope\" (404 from " + url + ")\nhint: create it with `ticketd namespaces nope --create`\n"},
+	} {
+		code, out, errs := runCLI(t, c.args...)
+		if code != 1 || out != "" || errs != c.want {
+			t.Errorf("%q: exit %d, stdout %q\nstderr: %q\nwant:   %q", c.args, code, out, errs, c.want)
+		}
+	}
+	code, _, errs := runCLI(t, "sequences", "--addr=http://127.0.0.1:1", "--timeout=1s")
+	if code != 1 || !strings.HasPrefix(errs, "ticketd: no node answers at 127.0.0.1:1: connection refused\nhint: ") ||
+		!strings.Contains(errs, "TICKETD_ADDR") || strings.Count(errs, "ticketd:") != 1 {
+		t.Errorf("connection refused: exit %d, %q", code, errs)
+	}
+}
+
+func TestExplain_AnswerWithoutContext_HintByStatusAndType(t *testing.T) {
+	answer := func(status int, typ, title, detail string) error {
+		e := &client.APIError{Endpoint: "https://n1:8081", StatusCode: status, Problem: api.Problem{Type: typ, Title: title, Detail: detail}}
+		return fmt.Errorf("%w: %w", client.ErrUnauthorized, e) // wrapped, as the SDK may
+	}
+	for _, c := range []struct {
+		err       error
+		msg, hint string
+	}{
+		{answer(401, api.ProblemUnauthorized, "unauthorized", "missing bearer token"),
+			"unauthorized: missing bearer token (401 from https://n1:8081)", "TICKETD_TOKEN"},
+		{answer(403, api.ProblemForbidden, "forbidden", "this token's scope does not allow admin"),
+			"forbidden: this token's scope does not allow admin (403 from https://n1:8081)", "admin token"},
+		{answer(404, api.ProblemMemberNotFound, "member not found", "member not found: n9"),
+			"member not found: n9 (404 from https://n1:8081)", "`ticketd status` lists the members"},
+		{usageError{"usage: ticketd reserve SEQ N"}, "usage: ticketd reserve SEQ N", ""},
+	} {
+		msg, hint := explain(c.err)
+		if !strings.HasSuffix(msg, c.msg) || strings.Contains(msg, "ticketd:") || !strings.Contains(hint, c.hint) || (c.hint == "") != (hint == "") {
+			t.Errorf("explain(%v) = %q, %q; want the message %q and a hint with %q", c.err, msg, hint, c.msg, c.hint)
+		}
+	}
+}

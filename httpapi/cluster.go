@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/domain"
+)
+
+func (s *Service) clusterStatus(c echo.Context) error {
+	out, err := s.ownStatus(c)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// ownStatus is this node's answer to GET /v1/cluster.
+func (s *Service) ownStatus(c echo.Context) (api.ClusterStatus, error) {
+	st, err := s.store.Status()
+	if err != nil {
+		return api.ClusterStatus{}, err
+	}
+	out := api.ClusterStatus{
+		Node: st.Node, State: st.State, Leader: st.Leader, Term: st.Term,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+		RaftTLS: st.RaftTLS, APITLS: c.Request().TLS != nil,
+		Members:       make([]api.Member, 0, len(st.Members)),
+		LastContactMs: -1,
+		LeaderChanges: make([]api.LeaderChange, 0, len(st.LeaderChanges)),
+	}
+	if st.LastContact >= 0 {
+		out.LastContactMs = st.LastContact.Milliseconds()
+	}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, api.Member(m))
+	}
+	for _, lc := range st.LeaderChanges {
+		out.LeaderChanges = append(out.LeaderChanges, api.LeaderChange(lc))
+	}
+	select {
+	case <-s.draining:
+		st.NotReady = "node is shutting down"
+	default:
+	}
+	out.Ready, out.NotReady, out.LagEntries = st.NotReady == "", st.NotReady, st.LagEntries
+	out.Storage = api.NodeStorage{
+		Healthy: st.Storage.Healthy, ErrorKind: st.Storage.ErrorKind, Error: st.Storage.Error,
+		FailingForMs: st.Storage.FailingFor.Milliseconds(),
+		FreeBytes:    st.Storage.FreeBytes, LogBytes: st.Storage.LogBytes, SnapshotBytes: st.Storage.SnapshotBytes,
+	}
+	return out, nil
+}
+
+func (s *Service) join(c echo.Context) error {
+	req, err := s.memberRequest(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Join(ctx, domain.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true}); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
+}
+
+func (s *Service) updateMember(c echo.Context) error {
+	req, err := s.memberRequest(c)
+	if err != nil {
+		return err
+	}
+	if req.ID != c.Param("id") {
+		return badRequest(fmt.Sprintf("field \"id\" (%q) differs from the id in the path (%q)", req.ID, c.Param("id")))
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.UpdateMember(ctx, domain.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true}); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true})
+}
+
+func (s *Service) memberRequest(c echo.Context) (api.JoinRequest, error) {
+	var req api.JoinRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return req, err
+	}
+	switch {
+	case req.ID == "":
+		return req, badRequest(`field "id" is required`)
+	case req.RaftAddr == "":
+		return req, badRequest(`field "raft_addr" is required`)
+	case req.HTTPAddr == "":
+		return req, badRequest(`field "http_addr" is required`)
+	}
+	if err := validateHostPort(req.RaftAddr); err != nil {
+		return req, badRequest(fmt.Sprintf(`field "raft_addr": %v`, err))
+	}
+	if err := validateHostPort(req.HTTPAddr); err != nil {
+		return req, badRequest(fmt.Sprintf(`field "http_addr": %v`, err))
+	}
+	return req, nil
+}
+
+func validateHostPort(addr string) error {
+	u, err := url.Parse("//" + addr)
+	if err != nil || u.Host != addr || u.Port() == "" || u.Hostname() == "" {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	// url.Parse lets through hosts no dialer takes ("]:1"); the address
+	// is dialed with net, so net must be able to split it.
+	if host, _, err := net.SplitHostPort(addr); err != nil || host == "" {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q has no valid port", addr)
+	}
+	return nil
+}
+
+func (s *Service) remove(c echo.Context) error {
+	id := c.Param("id")
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Remove(ctx, id); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Service) snapshot(c echo.Context) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.store.Snapshot(ctx); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
