@@ -7,26 +7,28 @@ import (
 )
 
 // appliedFSM tells the node of entries whose effect reaches past the state
-// machine, on raft's FSM goroutine, right after each applies and before
-// anyone waiting on the entry hears of it. That is the one place every such
-// entry passes on the node that serves, whoever proposed it and whether or
-// not its proposer still waits for the answer: a caller that hangs up ends
-// the wait in Apply, never the entry (issue 30).
+// machine, on raft's FSM goroutine, as each applies and before anyone
+// waiting on the entry hears of it. That is the one place every such entry
+// passes on the node that serves, whoever proposed it and whether or not
+// its proposer still waits for the answer: a caller that hangs up ends the
+// wait in Apply, never the entry (issue 30).
 type appliedFSM struct {
 	instrumentedFSM
 	n *Node
 }
 
 func (f appliedFSM) Apply(l *raft.Log) any {
-	resp := f.FSM.Apply(l)
-	switch r := resp.(type) {
-	case fsm.RaiseResult:
-		// The mark counts the blocks this leader already holds, so a
-		// raise into one moves no mark: the leader cuts what it holds
-		// at or below the value before the raise is acknowledged.
-		if f.n.listener != nil {
-			f.n.listener.RaiseApplied(r.Sequence.Name, r.AtLeast)
+	// The mark counts the blocks this leader already holds, so a raise
+	// into one moves no mark: the leader cuts what it holds at or below
+	// the value. It does so before the entry applies, so that no read can
+	// show the raised mark while the leader still holds IDs below it.
+	if l.Type == raft.LogCommand && f.n.listener != nil {
+		if sequence, atLeast, ok := f.FSM.PendingRaise(l.Data); ok {
+			f.n.listener.RaiseApplying(sequence, atLeast)
 		}
+	}
+	resp := f.FSM.Apply(l)
+	switch resp.(type) {
 	case fsm.RestoreResult:
 		// The state changed under the issuer and the lessor: the leader
 		// loop ends this stretch of leadership and starts a new one

@@ -22,15 +22,16 @@ type Leadership struct {
 
 // LeadershipListener is told when this node starts serving as leader (after
 // its Barrier) and when it stops, from one goroutine, in order; and of every
-// applied raise, from raft's FSM goroutine.
+// raise about to apply, from raft's FSM goroutine.
 type LeadershipListener interface {
 	LeadershipAcquired(Leadership)
 	LeadershipLost(Leadership)
-	// RaiseApplied is called on every node right after a raise of
-	// sequence to atLeast applied, before the raise is acknowledged: a
+	// RaiseApplying is called on every node right before a raise of
+	// sequence to atLeast that the state machine accepts applies, so
+	// before any read can show its mark and before it is acknowledged: a
 	// serving leader must serve nothing at or below atLeast from then on.
 	// It must not block (raft's FSM goroutine waits for it).
-	RaiseApplied(sequence string, atLeast int64)
+	RaiseApplying(sequence string, atLeast int64)
 }
 
 // leaderLoop turns Raft's leadership changes into serving and not serving.

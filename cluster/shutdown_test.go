@@ -128,7 +128,7 @@ type recordingListener struct{ acquired chan Leadership }
 
 func (l recordingListener) LeadershipAcquired(ld Leadership) { l.acquired <- ld }
 func (l recordingListener) LeadershipLost(Leadership)        {}
-func (l recordingListener) RaiseApplied(string, int64)       {}
+func (l recordingListener) RaiseApplying(string, int64)      {}
 
 // Open then Start: the listener given to Start hears of the leadership a
 // bootstrapped node wins as soon as Raft runs, and Start runs only once.

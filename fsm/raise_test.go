@@ -1,8 +1,11 @@
 package fsm_test
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/ticketd/ticketd/fsm"
 )
@@ -121,5 +124,55 @@ func TestApply_Raise_SurvivesSnapshotRestore(t *testing.T) {
 	}
 	if rep := f.CheckAudit(); len(rep.Violations) != 0 {
 		t.Fatalf("probe after restore: %+v", rep.Violations)
+	}
+}
+
+// PendingRaise answers, for an entry about to apply, exactly whether Apply
+// will accept it as a raise: the leader cuts on that answer before the mark
+// is visible, so a yes for a raise Apply refuses would cut blocks for
+// nothing (above max: every block of the sequence), and a no for one it
+// accepts would leave the leader serving below the raised mark.
+func TestPendingRaise_AgreesWithApply(t *testing.T) {
+	a := newApplier(t)
+	a.mustCreate("s", 1, 1_000_000)
+	a.mustReserve("s", 100, 1)
+	raise := func(name string, atLeast int64) []byte {
+		return fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: atLeast})
+	}
+	for _, c := range []struct {
+		what string
+		data []byte
+	}{
+		{"into the held block", raise("s", 50)},
+		{"above the mark", raise("s", 5000)},
+		{"to max", raise("s", 1_000_000)},
+		{"above max", raise("s", 1_000_001)},
+		{"zero", raise("s", 0)},
+		{"unknown sequence", raise("nope", 7)},
+		{"bad name", raise("a/b", 7)},
+		{"a create", fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "t", Start: 1, Max: 10})},
+		{"empty", nil},
+		{"undecodable raise", []byte{byte(fsm.CommandRaiseSequence), '{'}},
+	} {
+		seq, atLeast, ok := a.f.PendingRaise(c.data)
+		if c.what == "empty" || c.what == "undecodable raise" {
+			if ok {
+				t.Fatalf("%s: PendingRaise said yes to an entry Apply panics on", c.what)
+			}
+			continue
+		}
+		// Apply on a copy of the state, so that each case meets the same one.
+		twin := restore(t, persist(t, a.f))
+		resp := twin.Apply(&raft.Log{Index: a.index + 1, Term: 1, Type: raft.LogCommand, Data: c.data})
+		_, accepted := resp.(fsm.RaiseResult)
+		if ok != accepted {
+			t.Fatalf("%s: PendingRaise %v, Apply answered %#v", c.what, ok, resp)
+		}
+		if ok {
+			var want fsm.RaiseSequence
+			if err := json.Unmarshal(c.data[1:], &want); err != nil || seq != want.Name || atLeast != want.AtLeast {
+				t.Fatalf("%s: PendingRaise named %q %d, the entry %s", c.what, seq, atLeast, c.data[1:])
+			}
+		}
 	}
 }

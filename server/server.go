@@ -394,15 +394,16 @@ func (l leadershipListener) LeadershipLost(cluster.Leadership) {
 	l.ls.LeadershipLost()
 }
 
-// RaiseApplied cuts what this node's issuer holds at or below atLeast. The
-// state machine's mark counts the blocks already granted to this leader, so
-// a raise to a value inside such a block changes no mark, yet the IDs below
-// the value that the block still holds must not be served once the raise is
-// acknowledged. A raise that applies in this node's term can only meet
+// RaiseApplying cuts what this node's issuer holds at or below atLeast,
+// right before the raise entry applies. The state machine's mark counts the
+// blocks already granted to this leader, so a raise to a value inside such a
+// block changes no mark, yet the IDs below the value that the block still
+// holds must not be served once the raise is acknowledged, nor once a read
+// has shown the raised mark. A raise that applies in this node's term can only meet
 // blocks of this node's issuer; any later leader takes its blocks from above
 // the raised mark; on a follower the issuer holds nothing and this is a
 // lookup in an empty map.
-func (l leadershipListener) RaiseApplied(sequence string, atLeast int64) {
+func (l leadershipListener) RaiseApplying(sequence string, atLeast int64) {
 	if l.faults.raiseCutByCaller() {
 		return // the planted bug raise-cut-by-caller: the handler cuts, if it still waits
 	}
@@ -446,7 +447,7 @@ func (st store) CreateSequence(ctx context.Context, c domain.SequenceSettings) (
 
 // RaiseSequence applies a raise. The leader's cut of what it holds at or
 // below atLeast is not made here but where the entry applies
-// (leadershipListener.RaiseApplied), before Apply returns: a caller that
+// (leadershipListener.RaiseApplying), before the entry applies: a caller that
 // hangs up ends this wait, never the entry, and the cut must not depend on
 // who still waits for the answer (issue 30).
 func (st store) RaiseSequence(ctx context.Context, name string, atLeast int64) (domain.RaiseResult, error) {
