@@ -85,8 +85,9 @@ func apiError(endpoint string, status int, body []byte) *client.APIError {
 var ownPrefix = regexp.MustCompile(`(?m)(^|: |; )ticketd: `)
 
 // explain returns what went wrong, in one line without the "ticketd:" in
-// front, and a hint ("" when there is none).
-func explain(err error) (msg, hint string) {
+// front, and a hint ("" when there is none). cmd is the command that
+// failed: a hint never sends the person to the command they just ran.
+func explain(err error, cmd string) (msg, hint string) {
 	var u usageError
 	if errors.As(err, &u) {
 		return err.Error(), ""
@@ -106,7 +107,7 @@ func explain(err error) (msg, hint string) {
 			msg = strings.Replace(msg, e.Error(), answerText(e), 1)
 		}
 		if hint == "" {
-			hint = answerHint(apiErr)
+			hint = answerHint(apiErr, cmd)
 		}
 	case errors.Is(err, syscall.ECONNREFUSED) && errors.As(err, &opErr) && opErr.Addr != nil:
 		msg = "no node answers at " + opErr.Addr.String() + ": connection refused"
@@ -118,7 +119,7 @@ func explain(err error) (msg, hint string) {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
 		hint = "that node serves plain HTTP: use http:// in --addr (TICKETD_ADDR)"
 	case errors.Is(err, context.DeadlineExceeded):
-		hint = "no node answered within --timeout (10s unless given): the cluster may be down or without a leader; `ticketd status` shows each member"
+		hint = "no node answered within --timeout (10s unless given): the cluster may be down or without a leader" + seeStatus(cmd)
 	}
 	return ownPrefix.ReplaceAllString(msg, "$1"), hint
 }
@@ -160,7 +161,7 @@ func answerText(e *client.APIError) string {
 
 // answerHint is what to do about a node's answer, by its problem type or,
 // for the answers that carry none (a proxy's), its status.
-func answerHint(e *client.APIError) string {
+func answerHint(e *client.APIError, cmd string) string {
 	switch e.Problem.Type {
 	case api.ProblemNotFound:
 		return "`ticketd sequences` lists the sequences; `ticketd create NAME` creates one"
@@ -177,9 +178,18 @@ func answerHint(e *client.APIError) string {
 	case http.StatusForbidden:
 		return "the token is valid but its scope does not allow this: changes, audits and backups need an admin token"
 	case http.StatusServiceUnavailable:
-		return "the cluster may have no leader or no quorum now: `ticketd status` shows each member"
+		return "the cluster may have no leader or no quorum now" + seeStatus(cmd)
 	case http.StatusTooManyRequests:
 		return "the cluster is shedding load: try again shortly"
 	}
 	return ""
+}
+
+// seeStatus points at `ticketd status` from every command but status itself,
+// whose table (when it got one) already shows each member.
+func seeStatus(cmd string) string {
+	if cmd == "status" {
+		return ""
+	}
+	return "; `ticketd status` shows each member"
 }

@@ -55,9 +55,19 @@ func TestExplain_AnswerWithoutContext_HintByStatusAndType(t *testing.T) {
 			"member not found: n9 (404 from https://n1:8081)", "`ticketd status` lists the members"},
 		{usageError{"usage: ticketd reserve SEQ N"}, "usage: ticketd reserve SEQ N", ""},
 	} {
-		msg, hint := explain(c.err)
+		msg, hint := explain(c.err, "reserve")
 		if !strings.HasSuffix(msg, c.msg) || strings.Contains(msg, "ticketd:") || !strings.Contains(hint, c.hint) || (c.hint == "") != (hint == "") {
 			t.Errorf("explain(%v) = %q, %q; want the message %q and a hint with %q", c.err, msg, hint, c.msg, c.hint)
+		}
+	}
+}
+
+func TestExplain_NoQuorumAnswer_PointsAtStatusExceptFromStatus(t *testing.T) {
+	e := &client.APIError{Endpoint: "http://n1:8080", StatusCode: 503, Problem: api.Problem{Type: api.ProblemUnavailable, Title: "unavailable", Detail: "no leader is known"}}
+	for cmd, want := range map[string]bool{"reserve": true, "sequences": true, "status": false} {
+		_, hint := explain(e, cmd)
+		if !strings.Contains(hint, "no quorum") || strings.Contains(hint, "`ticketd status`") != want {
+			t.Errorf("%s: hint %q; want it to point at `ticketd status`: %v", cmd, hint, want)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		msg, hint := explain(err)
+		msg, hint := explain(err, args[0])
 		fmt.Fprintln(stderr, "ticketd:", msg)
 		if hint != "" {
 			fmt.Fprintln(stderr, "hint:", hint)

@@ -212,6 +212,10 @@ invoices  1000       1000  100.0%   1000  1999
 		!strings.HasPrefix(errs, "ticketd: capacity: ") || strings.Count(errs, "ticketd:") != 1 {
 		t.Errorf("status without a quorum: exit %d\n%s%s", code, out, errs)
 	}
+	// The hint does not send the person to the command they just ran.
+	if strings.Contains(errs, "`ticketd status`") {
+		t.Errorf("status without a quorum: the hint points at status itself:\n%s", errs)
+	}
 }
 
 func TestOutputFlag_BadValue_UsageErrorNamingTheFormats(t *testing.T) {
