@@ -37,7 +37,7 @@ var completionCommands = []completionCommand{
 		"raft-tls-key", "tls-ca", "tls-cert", "tls-client-auth", "tls-key", "tls-reload-interval", "tokens-file"}},
 	{"create", "create a sequence", withClient("start", "max")},
 	{"reserve", "reserve N consecutive IDs", withClient()},
-	{"sequences", "show one or every sequence", withClient(outputFlagNames...)},
+	{"sequences", "show one or every sequence", withClient("o", "output", "rate-window")},
 	{"raise", "lift a sequence's high-water mark", withClient("at-least")},
 	{"migrate", "create or raise a sequence above a legacy generator", withClient("sequence", "from", "pg-sequence", "table",
 		"column", "from-number", "margin", "max", "dry-run", "json")},

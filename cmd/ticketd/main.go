@@ -3,7 +3,7 @@
 //	ticketd serve   --id n1 --data-dir d1 --http-addr ... --raft-addr ... --initial-cluster n1=...,n2=...,n3=...
 //	ticketd create  SEQ [--start S] [--max M]
 //	ticketd reserve SEQ N
-//	ticketd sequences [SEQ]
+//	ticketd sequences [SEQ] [--rate-window 1s]
 //	ticketd status
 //	ticketd join    --id n4 --raft-addr ... --http-addr ...
 //	ticketd remove  ID
@@ -457,40 +457,59 @@ func sequencesCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
 	out := outputFlag(fs)
+	window := fs.Duration("rate-window", time.Second, "table only: RATE is the IDs per second the leader handed out over this long, "+
+		"from two samples of its /metrics (this long is waited on top of --timeout); 0 leaves RATE out")
 	pos, err := flagsAnywhere(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return usageError{"usage: ticketd sequences [SEQ] [-o table|json]"}
+		return usageError{"usage: ticketd sequences [SEQ] [-o table|json] [--rate-window D]"}
 	}
 	format, err := output(*out, outputTable)
 	if err != nil {
 		return err
+	}
+	if *window < 0 {
+		return usageError{fmt.Sprintf("--rate-window %s: want 0 (no RATE) or more", *window)}
 	}
 	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
 	defer cancel()
+	var seqs []api.Sequence
 	if len(pos) == 1 {
 		info, err := c.SequenceInfo(ctx, pos[0])
 		if err != nil {
 			return withHint(err, createHint(pos[0]))
 		}
-		if format == outputTable {
-			return writeSequencesTable(stdout, []api.Sequence{info})
+		if format == outputJSON {
+			return printJSON(stdout, info)
 		}
-		return printJSON(stdout, info)
+		seqs = []api.Sequence{info}
+	} else {
+		if seqs, err = c.Sequences(ctx); err != nil {
+			return err
+		}
+		if format == outputJSON {
+			return printJSON(stdout, api.SequenceList{Sequences: seqs})
+		}
 	}
-	seqs, err := c.Sequences(ctx)
-	if err != nil {
-		return err
+	if *window == 0 {
+		return writeSequencesTable(stdout, seqs, nil)
 	}
-	if format == outputTable {
-		return writeSequencesTable(stdout, seqs)
+	names := make([]string, len(seqs))
+	for i, s := range seqs {
+		names[i] = s.Name
 	}
-	return printJSON(stdout, api.SequenceList{Sequences: seqs})
+	rctx, rcancel := context.WithTimeout(context.Background(), *co.timeout+*window)
+	defer rcancel()
+	rates, note := leaderRates(rctx, co, *window, names)
+	if note != "" {
+		fmt.Fprintln(stderr, "note:", note)
+	}
+	return writeSequencesTable(stdout, seqs, rates)
 }
 
 func joinCmd(args []string, stdout, stderr io.Writer) error {

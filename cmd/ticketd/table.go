@@ -129,6 +129,28 @@ func cellPercentLeft(part, whole float64) string {
 	return strconv.FormatFloat(math.Floor(part/whole*1000)/10, 'f', 1, 64) + "%"
 }
 
+// cellRate is a rate per second for people: "0/s", "0.4/s", "12/s",
+// "1.2k/s", "350k/s", "4.1M/s" (SI prefixes, 1k = 1000). A rate above 0 that
+// would round to 0 reads "<0.1/s", so that it never looks idle.
+func cellRate(v float64) string {
+	switch {
+	case v <= 0:
+		return "0/s"
+	case v < 0.05:
+		return "<0.1/s"
+	}
+	for _, prefix := range []string{"", "k", "M", "G", "T", "P"} {
+		switch {
+		case v < 9.95:
+			return strconv.FormatFloat(v, 'f', 1, 64) + prefix + "/s"
+		case v < 999.5:
+			return strconv.FormatFloat(v, 'f', 0, 64) + prefix + "/s"
+		}
+		v /= 1000
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + "E/s"
+}
+
 // cellTimeMs is a Unix-ms stamp as UTC time to the second; 0 is "-".
 func cellTimeMs(ms int64) string {
 	if ms == 0 {

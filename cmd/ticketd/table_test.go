@@ -81,10 +81,11 @@ var stamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
 func TestTables_DefaultForPeople_EveryMemberSequenceLeaseAndRecord(t *testing.T) {
 	tc, addr := outputCluster(t)
 
-	// sequences: every value is deterministic, so the whole table is.
-	const seqTable = `SEQUENCE  NEXT            REMAINING    LEFT  START                  MAX
-invoices  1000                 1000  100.0%   1000                 1999
-orders    1281  9223372036854774527   99.9%      1  9223372036854775807
+	// sequences: every value is deterministic, so the whole table is
+	// (nothing reserves during the rate window: RATE is 0/s).
+	const seqTable = `SEQUENCE  NEXT            REMAINING    LEFT  RATE  START                  MAX
+invoices  1000                 1000  100.0%   0/s   1000                 1999
+orders    1281  9223372036854774527   99.9%   0/s      1  9223372036854775807
 `
 	if out := mustRun(t, "sequences", addr); out != seqTable {
 		t.Errorf("sequences:\n%s\nwant:\n%s", out, seqTable)
@@ -92,8 +93,8 @@ orders    1281  9223372036854774527   99.9%      1  9223372036854775807
 	if out := mustRun(t, "sequences", "-o", "table", addr); out != seqTable {
 		t.Errorf("sequences -o table differs from the default:\n%s", out)
 	}
-	const oneTable = `SEQUENCE  NEXT  REMAINING    LEFT  START   MAX
-invoices  1000       1000  100.0%   1000  1999
+	const oneTable = `SEQUENCE  NEXT  REMAINING    LEFT  RATE  START   MAX
+invoices  1000       1000  100.0%   0/s   1000  1999
 `
 	if out := mustRun(t, "sequences", "invoices", addr); out != oneTable {
 		t.Errorf("sequences invoices:\n%s\nwant:\n%s", out, oneTable)

@@ -9,21 +9,26 @@ import (
 )
 
 // writeSequencesTable prints sequences for people: the next ID, how many
-// are left and what share of the sequence that is.
-//
-// There is no rate column: the cluster exposes no per-sequence rate (its
-// /metrics has ticketd_ids_issued_total{sequence}, a counter of the node
-// that led since it started, not a rate), and the table shows only what
-// the cluster reports.
-func writeSequencesTable(w io.Writer, seqs []api.Sequence) error {
-	t := newTable(left("SEQUENCE"), right("NEXT"), right("REMAINING"), right("LEFT"), right("START"), right("MAX"))
+// are left, what share of the sequence that is and, when rates is not nil,
+// the IDs per second the leader handed out over the last --rate-window
+// (rates holds a cell per sequence name; see rate.go).
+func writeSequencesTable(w io.Writer, seqs []api.Sequence, rates map[string]string) error {
+	cols := []column{left("SEQUENCE"), right("NEXT"), right("REMAINING"), right("LEFT")}
+	if rates != nil {
+		cols = append(cols, right("RATE"))
+	}
+	t := newTable(append(cols, right("START"), right("MAX"))...)
 	for _, s := range seqs {
 		next := "exhausted"
 		if s.Next != nil {
 			next = cellInt(*s.Next)
 		}
 		span := float64(uint64(s.Max-s.Start) + 1)
-		t.row(s.Name, next, cellInt(s.Remaining), cellPercentLeft(float64(s.Remaining), span), cellInt(s.Start), cellInt(s.Max))
+		cells := []string{s.Name, next, cellInt(s.Remaining), cellPercentLeft(float64(s.Remaining), span)}
+		if rates != nil {
+			cells = append(cells, orDash(rates[s.Name]))
+		}
+		t.row(append(cells, cellInt(s.Start), cellInt(s.Max))...)
 	}
 	return t.write(w)
 }
