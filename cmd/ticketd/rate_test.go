@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +154,57 @@ func TestSequencesTable_MetricsRefused_DashesAndANoteNotAnError(t *testing.T) {
 	cells, note := leaderRates(ctx, &co, 100*time.Millisecond, []string{"orders"})
 	if cells["orders"] != "-" || !strings.HasPrefix(note, "RATE shows - for every sequence: ") || !strings.Contains(note, "401") {
 		t.Errorf("leaderRates without a token: %v, %q", cells, note)
+	}
+}
+
+func TestLeaderRates_LeaderIsolatedDuringTheWindow_DashesAndWhy(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	tc.CreateSequence("orders", nil)
+	leader := tc.Leader(10 * time.Second)
+	co := clientOpts{addr: ptr(strings.Join(tc.URLs(), ",")), tokenFile: ptr(""), ca: ptr(""), cert: ptr(""), key: ptr(""), timeout: ptr(10 * time.Second)}
+	t.Setenv("TICKETD_TOKEN", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type result struct {
+		cells map[string]string
+		note  string
+	}
+	done := make(chan result, 1)
+	go func() {
+		cells, note := leaderRates(ctx, &co, 3*time.Second, []string{"orders"})
+		done <- result{cells, note}
+	}()
+
+	// Wait for the first sample: the leader counts each answered scrape
+	// after answering it, so the k-th of this test's own scrapes reads k-1
+	// of them plus those of leaderRates.
+	scrapes := regexp.MustCompile(`ticketd_http_requests_total\{code="200",method="GET",route="/metrics"\} (\d+)`)
+	mine := 0
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "leaderRates' first scrape of the leader", func() bool {
+		resp, err := http.Get(tc.URL(leader) + "/metrics")
+		if err != nil {
+			return false
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return false
+		}
+		mine++
+		m := scrapes.FindSubmatch(body)
+		if m == nil {
+			return false
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n >= mine
+	})
+	// Cut the leader off: it steps down within its lease, answering HTTP
+	// still, and the others elect a new leader.
+	tc.Net.Isolate(leader.ID)
+	r := <-done
+	t.Logf("cells %v, note %q", r.cells, r.note)
+	if r.cells["orders"] != "-" || !strings.Contains(r.note, "the leader changed during --rate-window: "+leader.ID+" led term") {
+		t.Errorf("the leader isolated during the window: %v, %q; want - and why", r.cells, r.note)
 	}
 }
 
