@@ -1,14 +1,10 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/fsm"
@@ -48,37 +44,9 @@ func TestHTTPAPI_DotNames_CreationRefusedWithTheReason(t *testing.T) {
 	}
 }
 
-// legacyDotBackup is a backup holding sequences "." and ".." and namespace
-// ".", made by the state machine from create entries as a cluster of an
-// earlier release wrote them into its log: the FSM's rule still applies them.
-func legacyDotBackup(t *testing.T) []byte {
-	t.Helper()
-	f := fsm.New()
-	ns := fsm.Namespace{
-		Name: ".", EpochMs: api.DefaultEpochMs, TimestampBits: api.DefaultTimestampBits, WorkerBits: api.DefaultWorkerBits,
-		SequenceBits: api.DefaultSequenceBits, TickMs: api.DefaultTickMs, MaxWorkers: 1 << api.DefaultWorkerBits,
-		LeaseTTLMs: api.DefaultLeaseTTLMs, RecycleDelayMs: api.DefaultRecycleDelayMs,
-	}
-	entries := [][]byte{
-		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: ".", Start: 1, Max: api.DefaultMax}),
-		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "..", Start: 100, Max: api.DefaultMax}),
-		fsm.EncodeCreateNamespace(fsm.CreateNamespace{Namespace: ns, Stamp: fsm.Stamp{NowMs: time.Now().UnixMilli(), Leader: "old"}}),
-	}
-	for i, e := range entries {
-		if res, bad := f.Apply(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: e}).(error); bad {
-			t.Fatalf("entry %d: the FSM refused a dot name it must keep applying: %v", i+1, res)
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Backup(&buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 func TestHTTPAPI_DotNames_ExistingOnesKeepWorking_AsIsAndEscaped(t *testing.T) {
 	n := startNode(t)
-	r := n.MustCall(t, http.MethodPost, "/v1/restore?advance=1", legacyDotBackup(t))
+	r := n.MustCall(t, http.MethodPost, "/v1/restore?advance=1", testkit.LegacyDotNamesBackup(t))
 	if r.Status != http.StatusNoContent {
 		t.Fatalf("restore of a backup holding dot names: status %d: %s", r.Status, r.Body)
 	}

@@ -1,7 +1,6 @@
 package sdktest
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
-	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/internal/testkit"
 )
@@ -43,33 +39,6 @@ func (n *normalizing) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.URL.Path, r.URL.RawPath = p, resolved
 	}
 	return n.next.RoundTrip(r)
-}
-
-// legacyDotBackup is a backup holding sequences "." and ".." and namespace
-// ".", made by the state machine from create entries as a cluster of an
-// earlier release wrote them: the FSM still applies them.
-func legacyDotBackup(t *testing.T) []byte {
-	t.Helper()
-	f := fsm.New()
-	ns := fsm.Namespace{
-		Name: ".", EpochMs: api.DefaultEpochMs, TimestampBits: api.DefaultTimestampBits, WorkerBits: api.DefaultWorkerBits,
-		SequenceBits: api.DefaultSequenceBits, TickMs: api.DefaultTickMs, MaxWorkers: 1 << api.DefaultWorkerBits,
-		LeaseTTLMs: api.DefaultLeaseTTLMs, RecycleDelayMs: api.DefaultRecycleDelayMs,
-	}
-	for i, e := range [][]byte{
-		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: ".", Start: 1, Max: api.DefaultMax}),
-		fsm.EncodeCreateSequence(fsm.CreateSequence{Name: "..", Start: 1, Max: api.DefaultMax}),
-		fsm.EncodeCreateNamespace(fsm.CreateNamespace{Namespace: ns, Stamp: fsm.Stamp{NowMs: time.Now().UnixMilli(), Leader: "old"}}),
-	} {
-		if err, bad := f.Apply(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: e}).(error); bad {
-			t.Fatalf("entry %d: %v", i+1, err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Backup(&buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func TestSDK_DotNames_CreationRefusedBeforeSending(t *testing.T) {
@@ -102,7 +71,7 @@ func TestSDK_DotNames_ExistingOnesReachedThroughANormalizingHop(t *testing.T) {
 	tc := testcluster.New(t, 1, nil)
 	l := tc.Leader(10 * time.Second)
 	kit := testkit.Client{HTTP: http.DefaultClient, Timeout: 20 * time.Second}
-	if r := kit.MustCall(t, http.MethodPost, tc.URL(l)+"/v1/restore?advance=1", legacyDotBackup(t)); r.Status != http.StatusNoContent {
+	if r := kit.MustCall(t, http.MethodPost, tc.URL(l)+"/v1/restore?advance=1", testkit.LegacyDotNamesBackup(t)); r.Status != http.StatusNoContent {
 		t.Fatalf("restore: status %d: %s", r.Status, r.Body)
 	}
 	tr := &normalizing{next: http.DefaultTransport}
