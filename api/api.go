@@ -208,6 +208,18 @@ type Member struct {
 	RaftAddr string `json:"raft_addr"`
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Voter    bool   `json:"voter"`
+	// Version and FeatureLevel are what the member last reported to the
+	// answering node's level probe (the leader probes every member; a
+	// follower shows what it probed while it led, or nothing). A member
+	// whose binary predates feature levels reports nothing: Reported is
+	// false once it answered without a level, and it counts as
+	// BaseFeatureLevel. Both empty while its report is not known.
+	Version      string `json:"version,omitempty"`
+	FeatureLevel int    `json:"feature_level,omitempty"`
+	// LevelReport says what the probe learned: "reported", "no-report"
+	// (an older binary: counts as BaseFeatureLevel), "unreachable", or ""
+	// when this node has not probed it.
+	LevelReport string `json:"level_report,omitempty"`
 }
 
 // JoinRequest is the body of POST /v1/cluster/members.
@@ -215,7 +227,18 @@ type JoinRequest struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
 	HTTPAddr string `json:"http_addr"`
+	// FeatureLevel is the highest feature level the joining node's binary
+	// knows, and Version its release. A request without one comes from a
+	// binary older than feature levels: it counts as BaseFeatureLevel, and
+	// the leader refuses it once the cluster's level is above that.
+	FeatureLevel int    `json:"feature_level,omitempty"`
+	Version      string `json:"version,omitempty"`
 }
+
+// BaseFeatureLevel is the level a node counts as when it reports none: a
+// binary from before feature levels existed. Level 1 is what ticketd knew
+// before grouped blocks (log entry types up to 10, snapshot format 4).
+const BaseFeatureLevel = 1
 
 // ClusterStatus is the body of GET /v1/cluster: the answering node's view.
 type ClusterStatus struct {
@@ -247,6 +270,23 @@ type ClusterStatus struct {
 	// LeaderChanges are the leadership changes this node has seen, newest
 	// first (at most 20; kept in memory, so they start again at a restart).
 	LeaderChanges []LeaderChange `json:"leader_changes"`
+	// Version is the answering node's release (git describe of its build),
+	// FeatureLevel the highest feature level its binary knows (see
+	// Feature), and ClusterFeatureLevel the level the cluster has decided
+	// through its log: what every node may use. An older binary answers
+	// with none of these.
+	Version             string        `json:"version,omitempty"`
+	FeatureLevel        int           `json:"feature_level,omitempty"`
+	Feature             *FeatureLevel `json:"feature,omitempty"`
+	ClusterFeatureLevel int           `json:"cluster_feature_level,omitempty"`
+}
+
+// FeatureLevel describes a feature level: the highest log entry type and
+// snapshot format a binary of that level knows.
+type FeatureLevel struct {
+	Level          int `json:"level"`
+	MaxEntryType   int `json:"max_entry_type"`
+	SnapshotFormat int `json:"snapshot_format"`
 }
 
 // LeaderChange is one leadership change a node saw: from Term on, Leader
@@ -552,6 +592,12 @@ type Problem struct {
 	State          string `json:"state,omitempty"`
 	EndReason      string `json:"end_reason,omitempty"`
 	EarliestFreeMs int64  `json:"earliest_free_ms,omitempty"`
+	// The fields of a ProblemClusterUpgrading (and of a join refused for
+	// its level): the level needed, the cluster's, and the members whose
+	// binaries are behind the level needed.
+	NeedFeatureLevel    int      `json:"need_feature_level,omitempty"`
+	ClusterFeatureLevel int      `json:"cluster_feature_level,omitempty"`
+	Behind              []Member `json:"behind,omitempty"`
 }
 
 // Problem types: stable identifiers that clients switch on.
@@ -576,6 +622,11 @@ const (
 	// ProblemWorkerUnavailable (409): the worker id a lease request chose
 	// is held or resting; the problem names its holder and state.
 	ProblemWorkerUnavailable = "urn:ticketd:problem:worker-unavailable"
+	// ProblemClusterUpgrading (409): what was asked needs a feature level
+	// the cluster has not reached yet (some member runs an older binary);
+	// the problem names the level needed, the cluster's, and the members
+	// still behind.
+	ProblemClusterUpgrading = "urn:ticketd:problem:cluster-upgrading"
 )
 
 // MaxBackupBytes is the largest backup POST /v1/restore accepts.

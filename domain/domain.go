@@ -197,6 +197,11 @@ type Member struct {
 	RaftAddr string
 	HTTPAddr string
 	Voter    bool
+	// Version, FeatureLevel and LevelReport are what this node's level
+	// probe last learned of the member (api.Member says how to read them).
+	Version      string
+	FeatureLevel int
+	LevelReport  string
 }
 
 // ClusterStatus is one node's view of the cluster.
