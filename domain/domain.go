@@ -228,6 +228,12 @@ type ClusterStatus struct {
 	// LeaderChanges are the leadership changes this node has seen, newest
 	// first (a bounded few).
 	LeaderChanges []LeaderChange
+	// Version is this node's release, FeatureLevel the highest feature
+	// level its binary knows, and ClusterFeatureLevel the level its FSM
+	// has applied from the log (what the cluster may use).
+	Version             string
+	FeatureLevel        int
+	ClusterFeatureLevel int
 }
 
 // LeaderChange is one leadership change a node saw: from Term on, Leader
