@@ -55,6 +55,10 @@ const (
 	// worker id; its body is LeaseOp, as for CommandLease, for the same
 	// reason. EncodeLeaseOp picks it only for a chosen acquire.
 	CommandLeaseV2 CommandType = 14
+	// CommandSetFeatureLevel records the cluster's feature level (level.go):
+	// the leader proposes it once every member reports that it knows the
+	// level. A node whose binary does not know the level stops at it.
+	CommandSetFeatureLevel CommandType = 15
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -93,6 +97,8 @@ func (t CommandType) String() string {
 		return "create-namespace-v2"
 	case CommandLeaseV2:
 		return "lease-v2"
+	case CommandSetFeatureLevel:
+		return "set-feature-level"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/btree"
 	"github.com/hashicorp/raft"
@@ -114,6 +115,9 @@ type FSM struct {
 	tokenFloor   uint64 // the largest fencing token granted, here or in a restored backup
 	lastIndex    uint64
 	lastTerm     uint64
+	// clusterLevel is the cluster's feature level (level.go), 0 for
+	// LevelBase; atomic because every proposal's gate reads it.
+	clusterLevel atomic.Uint32
 
 	// faults are the planted bugs of the fault-injection build (faults.go);
 	// in every other build an empty struct whose checks are constants.
@@ -184,6 +188,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return f.applyReserveBlocks(*c, l.Index, l.Term)
 	case *RaiseSequence:
 		return f.applyRaise(*c, l.Index, l.Term)
+	case *SetFeatureLevel:
+		return f.applySetFeatureLevel(*c, l.Index)
 	}
 	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }
@@ -233,6 +239,8 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 		body = new(CreateNamespace)
 	case CommandLeaseV2:
 		body = new(LeaseOp)
+	case CommandSetFeatureLevel:
+		body = new(SetFeatureLevel)
 	default:
 		if ignoreUnknown {
 			return t, nil, nil
