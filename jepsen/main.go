@@ -101,6 +101,13 @@ type config struct {
 	RequireAllKinds  bool
 	PorcupineWindow  int
 	FinalWorkload    time.Duration
+	// Upgrade: start the nodes on an older release and replace them one
+	// at a time by the binary under test (upgrade.go); Rollback: put two
+	// replaced nodes back on the older release first; UpgradeFrom
+	// overrides the commit of jepsen/upgrade-from.
+	Upgrade     bool
+	Rollback    bool
+	UpgradeFrom string
 
 	Heartbeat, Election, Lease time.Duration
 	SnapThreshold, Trailing    uint64
@@ -187,6 +194,9 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.SnapInterval, "snapshot-interval", time.Second, "nodes' --snapshot-interval")
 	fs.Uint64Var(&cfg.Trailing, "trailing-logs", 32, "nodes' --trailing-logs")
 	fs.IntVar(&cfg.MaxRPCsInFlight, "raft-max-rpcs-in-flight", 0, "nodes' --raft-max-rpcs-in-flight (0: the nodes' default; 2 or more pipelines replication)")
+	fs.BoolVar(&cfg.Upgrade, "upgrade", false, "start the nodes on the older release named in jepsen/upgrade-from and replace them one at a time (the leader first, each under a nemesis) by the binary under test; then the cluster's feature level must rise and every feature that needs it work (process mode; no migration; nemeses "+defaultUpgradeKinds+" unless --nemesis names others)")
+	fs.BoolVar(&cfg.Rollback, "rollback", false, "with --upgrade: after three nodes are replaced, put two of them back on the older release (same data) before the level rises, then replace them all")
+	fs.StringVar(&cfg.UpgradeFrom, "upgrade-from", "", "with --upgrade: the commit to upgrade from (default: the one jepsen/upgrade-from names)")
 	fs.StringVar(&checkDir, "check", "", "only re-check the history.jsonl of this run folder and rewrite its results")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -205,12 +215,24 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "jepsen: --clock-steps:", err)
 		return exitInconclusive
 	}
+	if cfg.Upgrade && !flagSet(fs, "nemesis") {
+		nemeses = defaultUpgradeKinds
+	}
 	kinds, err := parseKinds(nemeses)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return exitInconclusive
 	}
 	cfg.Nemeses = kinds
+	if cfg.Upgrade {
+		if err := checkUpgradeKinds(kinds); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return exitInconclusive
+		}
+		// The migration's fresh cluster would start on the older release
+		// (every new identity does in an upgrade run); it has its own runs.
+		cfg.Migration = false
+	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
 		return exitInconclusive
@@ -270,6 +292,12 @@ func (c *config) validate() error {
 		return errors.New("--many-sequences: want 0..10000; --many-workers must not be negative")
 	case c.ManyWorkers > 0 && c.ManySeqs == 0:
 		return errors.New("--many-workers needs --many-sequences > 0")
+	case c.Rollback && !c.Upgrade, c.UpgradeFrom != "" && !c.Upgrade:
+		return errors.New("--rollback and --upgrade-from go with --upgrade")
+	case c.Upgrade && c.Docker:
+		return errors.New("--upgrade runs in process mode only")
+	case c.Upgrade && c.Nodes < 4:
+		return errors.New("--upgrade: want --nodes >= 4 (a rollback of two replaced nodes needs three replaced and one left)")
 	}
 	switch {
 	case c.SnowflakeWorkers < 0 || c.LeaseWorkers < 0:
@@ -291,7 +319,15 @@ func (c *config) validate() error {
 
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
-	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry"}
+	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry",
+	"grouped-blocks-ignore-level"}
+
+// flagSet reports whether the command line set the named flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
 
 // faultsBuild reports whether the nodes must run the faults build
 // (-tags ticketd_faults): a bug is planted, or the clock nemesis needs the

@@ -122,6 +122,15 @@ func (c *config) timingArgs() []string {
 	return args
 }
 
+// legacyTimingArgs are timingArgs for a node on an upgrade run's older
+// release: the same, without --unsafe-fault (a planted bug is the new
+// binary's, and the older one is a production build).
+func (c *config) legacyTimingArgs() []string {
+	old := *c
+	old.Faults = ""
+	return old.timingArgs()
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil

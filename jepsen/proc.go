@@ -34,12 +34,22 @@ type procBackend struct {
 	disks     *disks
 	noDisks   error
 	loopPorts [][2]int // loopback mode: each slot's HTTP and Raft ports
+	// oldBin is the older release's binary of an upgrade run (upgrade.go):
+	// new identities start on it, and a node running it gets no
+	// --unsafe-fault (a planted bug is the new binary's). "" otherwise.
+	oldBin string
+	// exits records every exit of a node that the harness did not cause
+	// (upgrade.go watches it: a node that stops on an entry it cannot read).
+	exits *exitLog
 }
 
 type procState struct {
 	p       *proc.Process // the current or last run; nil before the first
 	runs    int
 	dataDir string
+	// bin is the binary this identity runs from its next start on (an
+	// upgrade run changes it); "" is the backend's.
+	bin string
 }
 
 func newProcBackend(cfg *config) (*procBackend, error) {
@@ -113,7 +123,7 @@ func (b *procBackend) prepare(ctx context.Context) error {
 }
 
 func (b *procBackend) newNode(slot int, id string, boot bootMode) (*Node, error) {
-	n := &Node{Slot: slot, ID: id, Boot: boot, proc: &procState{dataDir: filepath.Join(b.dir, "data", id)}}
+	n := &Node{Slot: slot, ID: id, Boot: boot, proc: &procState{dataDir: filepath.Join(b.dir, "data", id), bin: b.oldBin}}
 	if b.fab != nil {
 		if err := b.fab.addSlot(slot); err != nil {
 			return nil, err
@@ -207,8 +217,16 @@ func (b *procBackend) start(ctx context.Context, n *Node, initial string) error 
 		args = append(args, "--join", strings.Join(n.JoinURLs, ","))
 	}
 	args = append(args, b.tlsArgs(n)...)
-	args = append(args, b.cfg.timingArgs()...)
-	spec := proc.Spec{Path: b.bin, Args: args, Env: []string{"TICKETD_TOKENS=" + b.cfg.tokensEnv()},
+	bin := b.bin
+	if st.bin != "" {
+		bin = st.bin
+	}
+	if b.oldBin != "" && bin == b.oldBin {
+		args = append(args, b.cfg.legacyTimingArgs()...)
+	} else {
+		args = append(args, b.cfg.timingArgs()...)
+	}
+	spec := proc.Spec{Path: bin, Args: args, Env: []string{"TICKETD_TOKENS=" + b.cfg.tokensEnv()},
 		Log:    filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, st.runs+1)),
 		Header: true,
 		// Own process group: a Ctrl-C of the harness is not sent to the
@@ -225,6 +243,9 @@ func (b *procBackend) start(ctx context.Context, n *Node, initial string) error 
 	}
 	st.p = p
 	st.runs++
+	if b.exits != nil {
+		b.exits.watch(n.ID, st.runs, bin, p)
+	}
 	n.paused = false
 	n.starts++
 	return nil

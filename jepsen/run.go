@@ -62,6 +62,8 @@ type runInfo struct {
 	// MigrationWanted: --migration was on and the run neither stopped on
 	// a violation nor was interrupted, so a migration had to be made.
 	MigrationWanted bool `json:"migration_wanted,omitempty"`
+	// Upgrade is what an upgrade run (--upgrade) did and saw.
+	Upgrade *upgradeReport `json:"upgrade,omitempty"`
 }
 
 type runResults struct {
@@ -112,6 +114,14 @@ func execute(ctx context.Context, cfg *config) int {
 		logf("build: %v", err)
 		return exitInconclusive
 	}
+	var upRep *upgradeReport
+	if cfg.Upgrade {
+		if upRep, err = prepareUpgrade(ctx, cfg, b, t0, logf); err != nil {
+			logf("upgrade: %v", err)
+			return exitInconclusive
+		}
+		logf("upgrade: the nodes start on %s (commit %s) and are replaced by %s", upRep.OldBinary, upRep.From, upRep.NewBinary)
+	}
 
 	tr := &http.Transport{
 		DialContext:         b.dial,
@@ -149,6 +159,14 @@ func execute(ctx context.Context, cfg *config) int {
 	}
 	nf := newNetFaults(b, cfg.Seed)
 	nem := newNemesis(cfg, c, nf, rec, cfg.Seed, logf)
+	var up *upgrader
+	if upRep != nil {
+		up = newUpgrader(cfg, c, w, nem, rec, upRep, logf)
+		if err := up.setupUpgrade(ctx); err != nil {
+			logf("setup: %v", err)
+			return exitInconclusive
+		}
+	}
 	kinds := nem.applicable()
 	for k, why := range nem.skipped {
 		logf("nemesis %s skipped: %s", k, why)
@@ -253,7 +271,11 @@ func execute(ctx context.Context, cfg *config) int {
 			logf("progress: %d operations", rec.count())
 		}
 	}()
-	nem.loop(runCtx, kinds) // returns at the time limit, or once the cycles are done
+	if up != nil {
+		up.run(runCtx, kinds) // returns once every node runs the new binary and its features were used
+	} else {
+		nem.loop(runCtx, kinds) // returns at the time limit, or once the cycles are done
+	}
 	cancelRun()
 	interrupted := ctx.Err() != nil
 	info.Interrupted = interrupted
@@ -317,6 +339,9 @@ func execute(ctx context.Context, cfg *config) int {
 		} else {
 			info.BlockEntries = &be
 		}
+		if up != nil {
+			up.finish(fctx)
+		}
 	}
 	if tail != nil {
 		cancelTail()
@@ -331,6 +356,13 @@ func execute(ctx context.Context, cfg *config) int {
 	b.collectLogs(filepath.Join(cfg.Out, "logs"), c.All())
 	logsDone = true
 	info.Snapshots = countSnapshots(filepath.Join(cfg.Out, "logs"))
+	if up != nil {
+		up.scanLogs(filepath.Join(cfg.Out, "logs"))
+		if interrupted && upRep.Incomplete == "" {
+			upRep.Incomplete = "interrupted"
+		}
+		info.Upgrade = upRep
+	}
 	info.WorkloadSeconds = float64(workloadEnd) / 1e9
 
 	ran := map[string]bool{}
@@ -366,11 +398,13 @@ func execute(ctx context.Context, cfg *config) int {
 func verdict(r *runResults) int {
 	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
 		!r.Reads.Valid || !r.Raises.Valid || !r.UnknownRaises.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
-		!r.Leases.Valid || !r.Snowflake.Valid || !r.Migration.Valid
+		!r.Leases.Valid || !r.Snowflake.Valid || !r.Migration.Valid ||
+		(r.Run.Upgrade != nil && len(r.Run.Upgrade.Problems) > 0)
 	switch {
 	case broken:
 		return exitInvalid
-	case r.Run.Interrupted, !r.Lost.Checked, !r.Valid, r.Run.MigrationWanted && !migrated(r.Run.Migrations):
+	case r.Run.Interrupted, !r.Lost.Checked, !r.Valid, r.Run.MigrationWanted && !migrated(r.Run.Migrations),
+		r.Run.Upgrade != nil && (r.Run.Upgrade.Incomplete != "" || !r.Run.Upgrade.ScheduleEnded):
 		return exitInconclusive
 	}
 	return exitValid
@@ -446,6 +480,11 @@ func summarize(logf func(string, ...any), r *runResults) {
 	}
 	if r.Porcupine != nil {
 		logf("porcupine: %d windows, %d ok, %d illegal, %d unknown", r.Porcupine.Windows, r.Porcupine.Ok, r.Porcupine.Illegal, r.Porcupine.Unknown)
+	}
+	if u := r.Run.Upgrade; u != nil {
+		for _, line := range u.summary() {
+			logf("%s", line)
+		}
 	}
 	if r.Valid {
 		logf("VALID")

@@ -1,0 +1,844 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/internal/proc"
+	"github.com/ticketd/ticketd/jepsen/checker"
+)
+
+// The upgrade run (--upgrade, issue #31): five nodes of an older release
+// (jepsen/upgrade-from) under the workload, replaced one at a time by the
+// binary under test, the leader first, each replacement under a nemesis;
+// with --rollback, two replaced nodes go back to the older binary (same
+// data) before the level rises, and are replaced again. Then the cluster's
+// feature level must rise on every node, and every feature that needs it
+// must work: a raise, a namespace of worker role shard, a lease of a chosen
+// worker id, grouped block entries. Before it rises, while some member runs
+// the older binary, the leader (once it runs the new one) must refuse a
+// raise with 409 cluster-upgrading: the gate that keeps the older nodes
+// from meeting an entry they cannot read. A node that stops by itself (an
+// entry of an unknown type, a snapshot it cannot read) breaks the promise;
+// the usual checkers judge the history as in every other run.
+
+// upgradeKinds are the nemeses an upgrade run may use: faults to processes
+// and links. Membership changes would start fresh identities (of which
+// binary?), the clock nemesis needs the faults build's control on every
+// node (the older release has none), and the storage kinds add minutes.
+var upgradeKinds = []string{"kill-random", "kill-leader", "pause-leader", "partition-leader", "partition-halves",
+	"partition-bridge", "partition-ring", "delay-leader", "loss-leader", "kill-all", "leader-transfer", "leader-bounce"}
+
+// defaultUpgradeKinds: kills and partitions, as issue #31 asks.
+const defaultUpgradeKinds = "kill-random,kill-leader,pause-leader,partition-leader,partition-halves"
+
+// checkUpgradeKinds refuses a nemesis an upgrade run cannot use.
+func checkUpgradeKinds(kinds []string) error {
+	for _, k := range kinds {
+		if !slices.Contains(upgradeKinds, k) {
+			return fmt.Errorf("--upgrade: nemesis %s cannot run in an upgrade run (allowed: %s)", k, strings.Join(upgradeKinds, ", "))
+		}
+	}
+	return nil
+}
+
+// Names the upgrade run uses on the cluster: a namespace created at setup
+// (by the older release) for the chosen-worker-id lease, and the shard
+// namespace the gate probe and the feature check create.
+const (
+	upgradeLeaseNS = "jep-up-lease"
+	upgradeShardNS = "jep-up-shard"
+	// upgradeWorker is the worker id of the harness's own operations in
+	// the history (raises of the gate probe and the feature check).
+	upgradeWorker = 30_000
+	// problemClusterUpgrading is the problem a leader answers a feature
+	// the cluster's level does not have yet with.
+	problemClusterUpgrading = "urn:ticketd:problem:cluster-upgrading"
+)
+
+// upgradeReport is results.json's run.upgrade.
+type upgradeReport struct {
+	From      string `json:"from"` // the older release's commit
+	OldBinary string `json:"old_binary"`
+	NewBinary string `json:"new_binary"`
+	Rollback  bool   `json:"rollback,omitempty"`
+	// NewLevel is the feature level the new binary reports (0: none).
+	NewLevel int           `json:"new_level"`
+	Steps    []upgradeStep `json:"steps"`
+	// Gate is the probe made while some member ran the older binary and
+	// the leader the new one.
+	Gate []featureUse `json:"gate,omitempty"`
+	// LevelRoseMs is when every node first showed cluster_feature_level
+	// >= NewLevel (ms since the start of the workload), LevelIndex the
+	// leader's commit index then, and PreIndex the leader's commit index
+	// before the last older node was stopped: entries up to it were
+	// committed while an older binary was a member.
+	LevelRoseMs float64      `json:"level_rose_ms,omitempty"`
+	LevelIndex  uint64       `json:"level_index,omitempty"`
+	PreIndex    uint64       `json:"pre_index,omitempty"`
+	Features    []featureUse `json:"features,omitempty"`
+	// Grouped block entries (audit, at the end) at or below PreIndex and
+	// above LevelIndex, out of the block entries the audit still had.
+	GroupedBefore int        `json:"grouped_before"`
+	GroupedAfter  int        `json:"grouped_after"`
+	BlockEntries  int        `json:"block_entries_seen"`
+	Exits         []nodeExit `json:"unexpected_exits,omitempty"`
+	LogFindings   []string   `json:"log_findings,omitempty"`
+	Problems      []string   `json:"problems,omitempty"`
+	Incomplete    string     `json:"incomplete,omitempty"`
+	ScheduleEnded bool       `json:"schedule_ended"`
+}
+
+// upgradeStep is one node put on a binary.
+type upgradeStep struct {
+	Node      string  `json:"node"`
+	Action    string  `json:"action"` // "upgrade" or "rollback"
+	Binary    string  `json:"binary"`
+	WasLeader bool    `json:"was_leader"`
+	Nemesis   string  `json:"nemesis,omitempty"`
+	AtMs      float64 `json:"at_ms"`
+	CaughtUp  float64 `json:"caught_up_ms,omitempty"`
+	Err       string  `json:"error,omitempty"`
+}
+
+// featureUse is one request of the gate probe or the feature check.
+type featureUse struct {
+	Feature string `json:"feature"`
+	Node    string `json:"node"`
+	Status  int    `json:"status"`
+	Problem string `json:"problem,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	OK      bool   `json:"ok"`
+}
+
+// nodeExit is a node process that ended without the harness ending it.
+type nodeExit struct {
+	Node   string   `json:"node"`
+	Run    int      `json:"run"`
+	Binary string   `json:"binary"`
+	State  string   `json:"state"`
+	AtMs   float64  `json:"at_ms"`
+	Last   []string `json:"last_lines,omitempty"`
+}
+
+// exitLog collects the exits of node processes that the harness did not
+// cause: anything but SIGKILL and a clean exit (a SIGTERM's). A node that
+// meets an entry it cannot apply panics (exit status 2).
+type exitLog struct {
+	t0     time.Time
+	mu     sync.Mutex
+	exits  []nodeExit
+	notify chan struct{} // closed at the first exit
+}
+
+func newExitLog(t0 time.Time) *exitLog { return &exitLog{t0: t0, notify: make(chan struct{})} }
+
+func (e *exitLog) watch(id string, run int, bin string, p *proc.Process) {
+	go func() {
+		<-p.Done()
+		st := p.State()
+		if st == nil || st.Success() {
+			return
+		}
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return
+		}
+		ex := nodeExit{Node: id, Run: run, Binary: filepath.Base(bin), State: st.String(),
+			AtMs: float64(time.Since(e.t0).Milliseconds()), Last: lastLines(p.Tail(40), 6)}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.exits) == 0 {
+			close(e.notify)
+		}
+		e.exits = append(e.exits, ex)
+	}()
+}
+
+func (e *exitLog) list() []nodeExit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.exits)
+}
+
+// lastLines keeps the lines that say why a process ended: a panic and its
+// message first, else the last k lines.
+func lastLines(lines []string, k int) []string {
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return lines[i:min(i+2, len(lines))]
+		}
+	}
+	if len(lines) > k {
+		lines = lines[len(lines)-k:]
+	}
+	return lines
+}
+
+// prepareUpgrade builds the older release's binary and makes the process
+// backend start every node on it and watch for nodes that stop by
+// themselves.
+func prepareUpgrade(ctx context.Context, cfg *config, b backend, t0 time.Time, logf func(string, ...any)) (*upgradeReport, error) {
+	pb, ok := b.(*procBackend)
+	if !ok {
+		return nil, errors.New("--upgrade runs in process mode only")
+	}
+	commit := cfg.UpgradeFrom
+	if commit == "" {
+		var err error
+		if commit, err = readUpgradeFrom(cfg.root); err != nil {
+			return nil, err
+		}
+	}
+	old, err := buildOldTicketd(ctx, cfg.root, commit, logf)
+	if err != nil {
+		return nil, err
+	}
+	// The flags the harness passes must mean to the older binary what
+	// they mean to the new one: ask it.
+	if o, err := runBrief(old, "serve", "-h"); !strings.Contains(o, "-snapshot-threshold") || !strings.Contains(o, "-raft-tls-ca") {
+		return nil, fmt.Errorf("%s serve -h does not list the flags the harness passes (%v):\n%s", old, err, o)
+	}
+	pb.oldBin = old
+	pb.exits = newExitLog(t0)
+	return &upgradeReport{From: commit, OldBinary: filepath.Base(old), NewBinary: filepath.Base(pb.bin), Rollback: cfg.Rollback}, nil
+}
+
+// upgrader drives the upgrade schedule.
+type upgrader struct {
+	cfg *config
+	c   *Cluster
+	pb  *procBackend
+	w   *workload
+	nem *nemesis
+	rec *recorder
+	rnd *rand.Rand
+	log func(string, ...any)
+	rep *upgradeReport
+}
+
+func newUpgrader(cfg *config, c *Cluster, w *workload, nem *nemesis, rec *recorder, rep *upgradeReport, logf func(string, ...any)) *upgrader {
+	return &upgrader{cfg: cfg, c: c, pb: c.b.(*procBackend), w: w, nem: nem, rec: rec, rep: rep, log: logf,
+		rnd: rand.New(rand.NewPCG(cfg.Seed, 31))}
+}
+
+func (u *upgrader) isOld(n *Node) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc.bin == u.pb.oldBin
+}
+
+func (u *upgrader) setBin(n *Node, bin string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.proc.bin = bin
+}
+
+func (u *upgrader) oldMembers() []*Node {
+	var out []*Node
+	for _, n := range u.c.Members() {
+		if u.isOld(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (u *upgrader) problem(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	u.rep.Problems = append(u.rep.Problems, s)
+	u.log("UPGRADE PROBLEM: %s", s)
+}
+
+// run is the schedule; it returns when done, when ctx ends (the time
+// limit, an interruption) or at the first node that stops by itself.
+func (u *upgrader) run(ctx context.Context, kinds []string) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// A node that stops by itself ends the schedule: the promise is
+	// broken, and the rest would only restart it into the same entry.
+	go func() {
+		select {
+		case <-u.pb.exits.notify:
+			for _, e := range u.pb.exits.list()[:1] {
+				u.log("UPGRADE: %s (%s) stopped by itself (%s): %s", e.Node, e.Binary, e.State, strings.Join(e.Last, " | "))
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := u.schedule(ctx, kinds); err != nil {
+		if u.rep.Incomplete == "" && len(u.pb.exits.list()) == 0 {
+			u.rep.Incomplete = "the upgrade schedule did not finish: " + err.Error()
+		}
+		u.log("upgrade: %v", err)
+		return
+	}
+	u.rep.ScheduleEnded = true
+}
+
+func (u *upgrader) schedule(ctx context.Context, kinds []string) error {
+	if len(kinds) == 0 {
+		kinds = []string{""}
+	}
+	order := slices.Clone(kinds)
+	u.rnd.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	nextKind := func() string {
+		k := order[0]
+		order = append(order[1:], k)
+		return k
+	}
+	if !sleepCtx(ctx, u.cfg.Quiet) {
+		return ctx.Err()
+	}
+	var upgraded []*Node
+	rolledBack := false
+	for i := 0; i < 4*u.cfg.Nodes; i++ {
+		old := u.oldMembers()
+		if len(old) == 0 {
+			break
+		}
+		if u.rep.Gate == nil && len(old) == 1 {
+			// The last chance to see the gate: the leader must run the new
+			// binary while an older member remains.
+			if err := u.leaderOnNew(ctx); err != nil {
+				return err
+			}
+			u.probeGate(ctx)
+		}
+		var target *Node
+		l, err := u.c.leader(ctx, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			target = l // the leader first
+		} else {
+			target = old[u.rnd.IntN(len(old))]
+		}
+		if len(old) == 1 {
+			if st, err := u.c.status(ctx, l); err == nil {
+				u.rep.PreIndex = st.CommitIndex
+			}
+		}
+		if err := u.replace(ctx, target, u.pb.bin, "upgrade", target == l, nextKind()); err != nil {
+			return err
+		}
+		upgraded = append(upgraded, target)
+		if u.rep.NewLevel == 0 {
+			if st, err := u.c.status(ctx, target); err == nil {
+				u.rep.NewLevel = st.FeatureLevel
+				u.log("upgrade: the new binary reports version %q, feature level %d", st.Version, st.FeatureLevel)
+			}
+		}
+		if u.rep.Gate == nil && len(u.oldMembers()) > 0 {
+			if l, err := u.c.leader(ctx, 5*time.Second); err == nil && !u.isOld(l) {
+				u.probeGate(ctx)
+			}
+		}
+		if u.cfg.Rollback && !rolledBack && len(upgraded) == 3 {
+			rolledBack = true
+			back := slices.Clone(upgraded)
+			u.rnd.Shuffle(len(back), func(i, j int) { back[i], back[j] = back[j], back[i] })
+			for _, n := range back[:2] {
+				l, _ := u.c.leader(ctx, 5*time.Second)
+				if err := u.replace(ctx, n, u.pb.oldBin, "rollback", n == l, nextKind()); err != nil {
+					return err
+				}
+			}
+			// Rolled back, they must keep running and serving.
+			sleepCtx(ctx, 3*time.Second)
+			for _, n := range back[:2] {
+				if !u.pb.alive(n) {
+					u.problem("%s, rolled back to %s, is not running 3 s later", n.ID, u.rep.OldBinary)
+				}
+			}
+			if err := u.c.waitHealthy(ctx, u.cfg.RecoveryTimeout); err != nil {
+				return fmt.Errorf("after the rollback: %w", err)
+			}
+			u.log("upgrade: rolled back %s to %s; they run and the cluster is healthy", strings.Join(ids(back[:2]), ", "), u.rep.OldBinary)
+		}
+	}
+	if n := len(u.oldMembers()); n > 0 {
+		return fmt.Errorf("%d members still on the older binary after the schedule", n)
+	}
+	return u.afterUpgrade(ctx)
+}
+
+// replace puts n on bin: SIGTERM (as an operator does), start it on its
+// data with the other binary, while a nemesis runs; then wait until it has
+// caught up and the cluster is healthy.
+func (u *upgrader) replace(ctx context.Context, n *Node, bin, action string, wasLeader bool, kind string) error {
+	step := upgradeStep{Node: n.ID, Action: action, Binary: filepath.Base(bin), WasLeader: wasLeader, Nemesis: kind,
+		AtMs: float64(u.rec.now()) / 1e6}
+	ev := checker.Nemesis{Kind: action + "-node", Start: u.rec.now(), Targets: []string{n.ID},
+		Desc: fmt.Sprintf("%s to %s%s, under %s", n.ID, step.Binary, map[bool]string{true: " (the leader)"}[wasLeader], orDash(kind))}
+	u.log("upgrade: %s %s to %s%s, under %s", action, n.ID, step.Binary, map[bool]string{true: " (the leader)"}[wasLeader], orDash(kind))
+	// From here on every start of n, whoever makes it (this step, a
+	// nemesis's restart, the safety net), runs bin.
+	u.setBin(n, bin)
+	var nemWG sync.WaitGroup
+	if kind != "" {
+		nemWG.Add(1)
+		go func() {
+			defer nemWG.Done()
+			u.nem.run(ctx, kind)
+		}()
+		sleepCtx(ctx, 500*time.Millisecond) // the fault is in place
+	}
+	var err error
+	if u.pb.alive(n) {
+		if err = u.c.kill(n, syscall.SIGTERM); err != nil && u.pb.alive(n) {
+			err = fmt.Errorf("stop %s: %w", n.ID, err)
+		} else {
+			err = nil
+		}
+	}
+	if err == nil {
+		sleepCtx(ctx, 300*time.Millisecond)
+		if rerr := u.c.restart(ctx, n); rerr != nil && !u.pb.alive(n) {
+			err = fmt.Errorf("start %s on %s: %w", n.ID, step.Binary, rerr)
+		}
+	}
+	ev.Healed = u.rec.now()
+	nemWG.Wait()
+	if err == nil {
+		err = u.waitCaughtUp(ctx, n, 60*time.Second)
+	}
+	if err == nil {
+		err = u.c.waitHealthy(ctx, u.cfg.RecoveryTimeout)
+	}
+	if err == nil {
+		step.CaughtUp = float64(u.rec.now()) / 1e6
+		ev.Recovered = u.rec.now()
+		u.log("upgrade: %s runs %s and has caught up (%.1f s)", n.ID, step.Binary, (step.CaughtUp-step.AtMs)/1e3)
+	} else {
+		step.Err, ev.Err = err.Error(), err.Error()
+	}
+	u.rec.nemesis(ev)
+	u.rep.Steps = append(u.rep.Steps, step)
+	return err
+}
+
+// waitCaughtUp waits until n runs, answers /readyz and has applied what
+// the leader had committed when the wait began.
+func (u *upgrader) waitCaughtUp(ctx context.Context, n *Node, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var target uint64
+	for {
+		if !u.pb.alive(n) {
+			return fmt.Errorf("%s is not running", n.ID)
+		}
+		if target == 0 {
+			if l, err := u.c.leader(ctx, time.Second); err == nil {
+				if st, err := u.c.status(ctx, l); err == nil {
+					target = st.CommitIndex
+				}
+			}
+		}
+		if target > 0 {
+			st, err := u.c.status(ctx, n)
+			if err == nil && st.AppliedIndex >= target {
+				if _, err := u.c.call(ctx, http.MethodGet, n, "/readyz", nil, nil, time.Second); err == nil {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s did not catch up (apply index %d) within %v", n.ID, target, timeout)
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+}
+
+// leaderOnNew moves leadership until a node on the new binary leads
+// (bounded): isolate the leader until another node leads and heal, or,
+// without network faults, SIGTERM it (it hands leadership over) and start
+// it again.
+func (u *upgrader) leaderOnNew(ctx context.Context) error {
+	for move := 0; move < 8; move++ {
+		l, err := u.c.leader(ctx, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if !u.isOld(l) {
+			return nil
+		}
+		u.log("upgrade: moving leadership off %s (older binary) for the gate probe", l.ID)
+		if u.nem.nf.available(l) {
+			if err := u.nem.nf.partition(u.c.Members(), func(a, b *Node) bool { return a != l && b != l }); err != nil {
+				return errors.Join(err, u.nem.nf.heal())
+			}
+			_, lerr := u.c.leaderOtherThan(ctx, l, 10*time.Second)
+			if err := u.nem.nf.heal(); err != nil {
+				return err
+			}
+			if lerr != nil {
+				return lerr
+			}
+		} else {
+			if err := u.c.kill(l, syscall.SIGTERM); err != nil {
+				return err
+			}
+			_, lerr := u.c.leaderOtherThan(ctx, l, 10*time.Second)
+			if err := u.c.restart(ctx, l); err != nil {
+				return err
+			}
+			if lerr != nil {
+				return lerr
+			}
+		}
+		if err := u.c.waitHealthy(ctx, u.cfg.RecoveryTimeout); err != nil {
+			return err
+		}
+	}
+	return errors.New("no node on the new binary led within 8 moves")
+}
+
+// probeGate asks the leader (on the new binary, while an older member
+// remains) for each feature above level 1: each must be refused with 409
+// cluster-upgrading naming the members behind.
+func (u *upgrader) probeGate(ctx context.Context) {
+	l, err := u.c.leader(ctx, 5*time.Second)
+	if err != nil || u.isOld(l) {
+		return
+	}
+	behind := ids(u.oldMembers())
+	u.log("upgrade: gate probe through leader %s while %s run the older binary", l.ID, strings.Join(behind, ", "))
+	uses := []featureUse{
+		u.raise(ctx, l, "raise"),
+		u.shardNamespace(ctx, l, "shard namespace"),
+		u.chosenLease(ctx, l, "lease of a chosen worker id"),
+	}
+	for i := range uses {
+		f := &uses[i]
+		f.OK = f.Status == http.StatusConflict && f.Problem == problemClusterUpgrading
+		if !f.OK {
+			u.problem("gate: %s through leader %s while %s ran the older binary answered %d %s %s (want 409 %s)",
+				f.Feature, l.ID, strings.Join(behind, ","), f.Status, f.Problem, f.Detail, problemClusterUpgrading)
+		} else {
+			u.log("upgrade: gate: %s answered 409 cluster-upgrading: %s", f.Feature, f.Detail)
+		}
+	}
+	u.rep.Gate = uses
+}
+
+// afterUpgrade waits for the cluster's level to rise on every node, then
+// uses every feature that needs it, and lets the workload run a little
+// longer so that the leader groups blocks at the new level.
+func (u *upgrader) afterUpgrade(ctx context.Context) error {
+	if u.rep.NewLevel == 0 {
+		u.rep.Incomplete = "the new binary reports no feature level (GET /v1/cluster feature_level): the level checks were not made"
+		return nil
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		low := ""
+		for _, n := range u.c.Members() {
+			st, err := u.c.status(ctx, n)
+			if err != nil {
+				low = n.ID + ": " + err.Error()
+				break
+			}
+			if st.ClusterFeatureLevel < u.rep.NewLevel {
+				low = fmt.Sprintf("%s: cluster_feature_level %d", n.ID, st.ClusterFeatureLevel)
+				break
+			}
+		}
+		if low == "" {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			u.problem("every node runs the new binary, yet the cluster's feature level did not reach %d on every node within 60 s (%s)", u.rep.NewLevel, low)
+			return nil
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+	u.rep.LevelRoseMs = float64(u.rec.now()) / 1e6
+	l, err := u.c.leader(ctx, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if st, err := u.c.status(ctx, l); err == nil {
+		u.rep.LevelIndex = st.CommitIndex
+	}
+	u.log("upgrade: cluster feature level %d on every node (leader %s, commit index %d)", u.rep.NewLevel, l.ID, u.rep.LevelIndex)
+	uses := []featureUse{
+		u.raise(ctx, l, "raise"),
+		u.shardNamespace(ctx, l, "shard namespace"),
+		u.chosenLease(ctx, l, "lease of a chosen worker id"),
+	}
+	for i := range uses {
+		f := &uses[i]
+		if !f.OK {
+			u.problem("at level %d, %s through %s answered %d %s %s", u.rep.NewLevel, f.Feature, f.Node, f.Status, f.Problem, f.Detail)
+		} else {
+			u.log("upgrade: %s: %d %s", f.Feature, f.Status, f.Detail)
+		}
+	}
+	u.rep.Features = uses
+	// Grouped blocks need the many-sequences load at the new level.
+	sleepCtx(ctx, 5*time.Second)
+	return nil
+}
+
+// raise raises jep-a a little above its highest acknowledged ID through n,
+// recorded in the history like the raise workers' raises.
+func (u *upgrader) raise(ctx context.Context, n *Node, feature string) featureUse {
+	seq := mainSeqs[0]
+	at := u.w.high.get(seq) + 1000
+	o := u.rec.invoke(checker.Op{Worker: upgradeWorker, F: checker.FRaise, Seq: seq, Count: at, Node: n.ID})
+	body, _ := json.Marshal(api.RaiseSequenceRequest{AtLeast: at})
+	r := u.w.doWith(http.MethodPost, u.c.url(n, "/v1/sequences/"+seq+"/raise"), body, u.cfg.adminToken, "application/json", u.cfg.OpTimeout, 64<<10)
+	f := featureUse{Feature: feature, Node: n.ID, Status: r.status}
+	if r.err == nil && r.status == http.StatusOK {
+		var res api.RaiseSequenceResult
+		o.Outcome, o.Status = checker.OK, r.status
+		switch err := json.Unmarshal(r.body, &res); {
+		case err != nil:
+			o.Malformed = "undecodable: " + string(r.body)
+		case res.Sequence.Next == nil:
+			o.Exhausted = true
+		default:
+			o.Next = *res.Sequence.Next
+		}
+		f.OK, f.Detail = true, fmt.Sprintf("%s raised to at least %d, next %d", seq, at, o.Next)
+	} else {
+		classify(o, r)
+		f.Problem, f.Detail = problemOf(r)
+	}
+	u.rec.done(o)
+	return f
+}
+
+// shardNamespace creates a namespace of worker role shard (a new entry
+// type: namespace v2) through n.
+func (u *upgrader) shardNamespace(ctx context.Context, n *Node, feature string) featureUse {
+	body, _ := json.Marshal(api.NamespaceRequest{WorkerRole: api.WorkerRoleShard, MaxWorkers: ptr(int64(64)),
+		LeaseTTLMs: ptr(int64(3000)), RecycleDelayMs: ptr(int64(3000))})
+	r := u.w.doWith(http.MethodPut, u.c.url(n, "/v1/namespaces/"+upgradeShardNS), body, u.cfg.adminToken, "application/json", u.cfg.OpTimeout, 64<<10)
+	f := featureUse{Feature: feature, Node: n.ID, Status: r.status}
+	if r.err == nil && (r.status == http.StatusCreated || r.status == http.StatusOK) {
+		var ns api.NamespaceCreated
+		if err := json.Unmarshal(r.body, &ns); err != nil || ns.WorkerRole != api.WorkerRoleShard {
+			f.Detail = "answer without worker_role shard: " + string(r.body)
+		} else {
+			f.OK, f.Detail = true, fmt.Sprintf("%s, worker role %s", upgradeShardNS, ns.WorkerRole)
+		}
+	} else {
+		f.Problem, f.Detail = problemOf(r)
+	}
+	return f
+}
+
+// chosenLease asks for worker id 7 of jep-up-lease (a namespace the older
+// release created) by number (a new entry type: lease v2), and releases
+// it.
+func (u *upgrader) chosenLease(ctx context.Context, n *Node, feature string) featureUse {
+	const worker = 7
+	body, _ := json.Marshal(api.LeaseRequest{Holder: "jepsen/upgrade", RequestID: fmt.Sprintf("upgrade-%d", u.rnd.Int64()), WorkerID: ptr(int64(worker))})
+	r := u.w.doWith(http.MethodPost, u.c.url(n, "/v1/namespaces/"+upgradeLeaseNS+"/leases"), body, u.cfg.reserveToken, "application/json", u.cfg.OpTimeout, 64<<10)
+	f := featureUse{Feature: feature, Node: n.ID, Status: r.status}
+	if r.err == nil && r.status == http.StatusOK {
+		var l api.Lease
+		if err := json.Unmarshal(r.body, &l); err != nil || l.WorkerID != worker {
+			f.Detail = fmt.Sprintf("asked for worker id %d, got %s", worker, r.body)
+			return f
+		}
+		f.OK, f.Detail = true, fmt.Sprintf("%s worker id %d, token %d", upgradeLeaseNS, l.WorkerID, l.Token)
+		rel, _ := json.Marshal(api.LeaseTokenRequest{Token: l.Token})
+		u.w.doWith(http.MethodDelete, u.c.url(n, fmt.Sprintf("/v1/namespaces/%s/leases/%d", upgradeLeaseNS, worker)), rel, u.cfg.reserveToken, "application/json", u.cfg.OpTimeout, 64<<10)
+	} else {
+		f.Problem, f.Detail = problemOf(r)
+	}
+	return f
+}
+
+// problemOf is an answer's problem type and a short detail.
+func problemOf(r httpResult) (string, string) {
+	if r.err != nil {
+		return "", shortErr(r.err)
+	}
+	var p api.Problem
+	if json.Unmarshal(r.body, &p) != nil || p.Type == "" {
+		b := r.body
+		if len(b) > 120 {
+			b = b[:120]
+		}
+		return "", string(b)
+	}
+	d := p.Detail
+	if p.NeedFeatureLevel != 0 || p.ClusterFeatureLevel != 0 || len(p.Behind) > 0 {
+		var behind []string
+		for _, m := range p.Behind {
+			behind = append(behind, m.ID)
+		}
+		d = fmt.Sprintf("need_feature_level %d, cluster_feature_level %d, behind %v; %s", p.NeedFeatureLevel, p.ClusterFeatureLevel, behind, d)
+	}
+	return p.Type, d
+}
+
+// setupUpgrade creates, on the older release, the namespace the
+// chosen-worker-id lease is asked of later.
+func (u *upgrader) setupUpgrade(ctx context.Context) error {
+	return u.w.createNamespace(ctx, upgradeLeaseNS, api.NamespaceRequest{LeaseTTLMs: ptr(int64(3000)), RecycleDelayMs: ptr(int64(3000)), MaxWorkers: ptr(int64(16))})
+}
+
+// finish reads the audit for grouped block entries before and after the
+// level rose (after the final reads, from the leader).
+func (u *upgrader) finish(ctx context.Context) {
+	if u.rep.LevelIndex == 0 && u.rep.PreIndex == 0 {
+		return
+	}
+	perIndex, err := blockRecordsPerIndex(ctx, u.c)
+	if err != nil {
+		u.log("upgrade: audit: %v", err)
+		if u.rep.LevelIndex > 0 && u.rep.Incomplete == "" {
+			u.rep.Incomplete = "the audit could not be read for grouped block entries: " + err.Error()
+		}
+		return
+	}
+	var grouped []uint64
+	for idx, k := range perIndex {
+		u.rep.BlockEntries++
+		if k < 2 {
+			continue
+		}
+		switch {
+		case idx <= u.rep.PreIndex:
+			u.rep.GroupedBefore++
+			grouped = append(grouped, idx)
+		case u.rep.LevelIndex > 0 && idx > u.rep.LevelIndex:
+			u.rep.GroupedAfter++
+		}
+	}
+	sort.Slice(grouped, func(i, j int) bool { return grouped[i] < grouped[j] })
+	if len(grouped) > 0 {
+		u.problem("%d grouped block entries (type 11) were committed while an older member could not read them, the first at index %d", len(grouped), grouped[0])
+	}
+	if u.rep.LevelIndex > 0 && u.rep.GroupedAfter == 0 && u.rep.Incomplete == "" {
+		u.rep.Incomplete = "no grouped block entry was seen after the level rose: grouped blocks were not exercised"
+	}
+}
+
+// blockRecordsPerIndex is how many block records each log index granted,
+// from the leader's audit.
+func blockRecordsPerIndex(ctx context.Context, c *Cluster) (map[uint64]int, error) {
+	n, err := c.leader(ctx, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	perIndex := map[uint64]int{}
+	var after uint64
+	for page := 0; page < 100; page++ {
+		var l api.AuditList
+		if _, err := c.call(ctx, http.MethodGet, n, fmt.Sprintf("/v1/audit?after_seq=%d&limit=5000", after), nil, &l, 10*time.Second); err != nil {
+			return nil, err
+		}
+		if len(l.Records) == 0 {
+			break
+		}
+		for _, r := range l.Records {
+			after = r.Seq
+			if r.Kind == "block" {
+				perIndex[r.Index]++
+			}
+		}
+	}
+	return perIndex, nil
+}
+
+// nodeLogFinding matches what a node prints when it stops on what it
+// cannot read: Go's panic, an unknown entry type, a snapshot format or
+// level it does not know.
+var nodeLogFinding = regexp.MustCompile(`(?m)^(panic: |fatal error: ).*|.*(unknown command type|unknown snapshot format|unsupported snapshot|feature level).*(stop|panic|refus).*`)
+
+// scanLogs looks through every node log of the run for a node that stopped
+// on something it could not read, and collects the unexpected exits.
+func (u *upgrader) scanLogs(dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, m := range nodeLogFinding.FindAllString(string(b), 3) {
+			if len(m) > 300 {
+				m = m[:300]
+			}
+			u.rep.LogFindings = append(u.rep.LogFindings, filepath.Base(f)+": "+strings.TrimSpace(m))
+		}
+	}
+	u.rep.Exits = u.pb.exits.list()
+	for _, e := range u.rep.Exits {
+		u.problem("%s (run %d, %s) stopped by itself: %s: %s", e.Node, e.Run, e.Binary, e.State, strings.Join(e.Last, " | "))
+	}
+	for _, f := range u.rep.LogFindings {
+		if strings.Contains(f, "panic: ") || strings.Contains(f, "unknown command type") {
+			u.problem("node log: %s", f)
+		}
+	}
+}
+
+// summary is the upgrade's lines of the run's summary.
+func (r *upgradeReport) summary() []string {
+	var out []string
+	out = append(out, fmt.Sprintf("upgrade from %s (%s) to %s (feature level %d)%s: %d steps",
+		r.From, r.OldBinary, r.NewBinary, r.NewLevel, map[bool]string{true: ", with a rollback of two nodes"}[r.Rollback], len(r.Steps)))
+	for _, s := range r.Steps {
+		line := fmt.Sprintf("  %-8s %-6s -> %s%s under %s at %.1f s", s.Action, s.Node, s.Binary, map[bool]string{true: " (leader)"}[s.WasLeader], orDash(s.Nemesis), s.AtMs/1e3)
+		if s.Err != "" {
+			line += ": " + s.Err
+		} else {
+			line += fmt.Sprintf(", caught up after %.1f s", (s.CaughtUp-s.AtMs)/1e3)
+		}
+		out = append(out, line)
+	}
+	for _, f := range r.Gate {
+		out = append(out, fmt.Sprintf("  gate (an older member left): %s: %d %s (%s)", f.Feature, f.Status, strings.TrimPrefix(f.Problem, "urn:ticketd:problem:"), f.Detail))
+	}
+	if r.LevelRoseMs > 0 {
+		out = append(out, fmt.Sprintf("  cluster feature level %d on every node at %.1f s (commit index %d)", r.NewLevel, r.LevelRoseMs/1e3, r.LevelIndex))
+	}
+	for _, f := range r.Features {
+		out = append(out, fmt.Sprintf("  at the new level: %s: %d %s", f.Feature, f.Status, f.Detail))
+	}
+	out = append(out, fmt.Sprintf("  grouped block entries: %d while an older member ran (index <= %d), %d after the level rose (index > %d), of %d block entries in the audit",
+		r.GroupedBefore, r.PreIndex, r.GroupedAfter, r.LevelIndex, r.BlockEntries))
+	out = append(out, fmt.Sprintf("  nodes that stopped by themselves: %d", len(r.Exits)))
+	for _, p := range r.Problems {
+		out = append(out, "  UPGRADE INVALID: "+p)
+	}
+	if r.Incomplete != "" {
+		out = append(out, "  UPGRADE INCONCLUSIVE: "+r.Incomplete)
+	}
+	return out
+}
+
+// runBrief runs a binary briefly and returns its combined output.
+func runBrief(bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o, err := osexec.CommandContext(ctx, bin, args...).CombinedOutput()
+	return string(o), err
+}
