@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -298,7 +299,11 @@ func execute(ctx context.Context, cfg *config) int {
 		if err := nem.healAll(fctx); err != nil {
 			logf("final heal: %v", err)
 		}
-		if err := c.waitHealthy(fctx, 60*time.Second); err != nil {
+		recovery := 60 * time.Second
+		if up != nil && up.stopped() {
+			recovery = 5 * time.Second // it stops again on the same entry
+		}
+		if err := c.waitHealthy(fctx, recovery); err != nil {
 			info.FinalHeal = err.Error()
 			logf("final recovery: %v", err)
 		} else {
@@ -486,10 +491,14 @@ func summarize(logf func(string, ...any), r *runResults) {
 			logf("%s", line)
 		}
 	}
-	if r.Valid {
+	reasons := r.InvalidReasons
+	if u := r.Run.Upgrade; u != nil && len(u.Problems) > 0 {
+		reasons = append(slices.Clone(reasons), "upgrade: "+strings.Join(u.Problems, "; "))
+	}
+	if len(reasons) == 0 && r.Valid {
 		logf("VALID")
 	} else {
-		logf("INVALID: %s", strings.Join(r.InvalidReasons, "; "))
+		logf("INVALID: %s", strings.Join(reasons, "; "))
 	}
 }
 

@@ -308,7 +308,7 @@ func (u *upgrader) schedule(ctx context.Context, kinds []string) error {
 		return ctx.Err()
 	}
 	var upgraded []*Node
-	rolledBack := false
+	rolledBack, askedLevel := false, false
 	for i := 0; i < 4*u.cfg.Nodes; i++ {
 		old := u.oldMembers()
 		if len(old) == 0 {
@@ -341,7 +341,8 @@ func (u *upgrader) schedule(ctx context.Context, kinds []string) error {
 			return err
 		}
 		upgraded = append(upgraded, target)
-		if u.rep.NewLevel == 0 {
+		if u.rep.NewLevel == 0 && !askedLevel {
+			askedLevel = true
 			if st, err := u.c.status(ctx, target); err == nil {
 				u.rep.NewLevel = st.FeatureLevel
 				u.log("upgrade: the new binary reports version %q, feature level %d", st.Version, st.FeatureLevel)
@@ -767,10 +768,11 @@ func blockRecordsPerIndex(ctx context.Context, c *Cluster) (map[uint64]int, erro
 	return perIndex, nil
 }
 
-// nodeLogFinding matches what a node prints when it stops on what it
-// cannot read: Go's panic, an unknown entry type, a snapshot format or
-// level it does not know.
-var nodeLogFinding = regexp.MustCompile(`(?m)^(panic: |fatal error: ).*|.*(unknown command type|unknown snapshot format|unsupported snapshot|feature level).*(stop|panic|refus).*`)
+// nodeLogFinding matches what a node prints when it meets what it cannot
+// read: Go's panic (an entry of an unknown type), a snapshot of a format
+// newer than it knows (the older release refuses it, and raft logs the
+// failed install and tries again forever: a node that never catches up).
+var nodeLogFinding = regexp.MustCompile(`(?m)^(panic: |fatal error: ).*$|^.*(unknown command type|newer than this binary knows|failed to restore snapshot).*$`)
 
 // scanLogs looks through every node log of the run for a node that stopped
 // on something it could not read, and collects the unexpected exits.
@@ -790,15 +792,31 @@ func (u *upgrader) scanLogs(dir string) {
 		}
 	}
 	u.rep.Exits = u.pb.exits.list()
+	// One line per node and reason: a node restarted into the same entry
+	// stops the same way each time.
+	seen := map[string]int{}
+	var order []string
 	for _, e := range u.rep.Exits {
-		u.problem("%s (run %d, %s) stopped by itself: %s: %s", e.Node, e.Run, e.Binary, e.State, strings.Join(e.Last, " | "))
+		k := fmt.Sprintf("%s (%s) stopped by itself: %s: %s", e.Node, e.Binary, e.State, strings.Join(e.Last, " | "))
+		if seen[k] == 0 {
+			order = append(order, k)
+		}
+		seen[k]++
+	}
+	for _, k := range order {
+		u.problem("%s (%d times)", k, seen[k])
 	}
 	for _, f := range u.rep.LogFindings {
-		if strings.Contains(f, "panic: ") || strings.Contains(f, "unknown command type") {
+		if !strings.Contains(strings.Join(order, "\n"), strings.TrimSpace(f[strings.Index(f, ": ")+2:])) {
 			u.problem("node log: %s", f)
 		}
 	}
 }
+
+// stopped reports whether a node stopped by itself: the final recovery
+// then waits only briefly, since the safety net restarts it into the same
+// entry.
+func (u *upgrader) stopped() bool { return len(u.pb.exits.list()) > 0 }
 
 // summary is the upgrade's lines of the run's summary.
 func (r *upgradeReport) summary() []string {
