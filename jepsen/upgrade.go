@@ -180,6 +180,7 @@ func (e *exitLog) list() []nodeExit {
 // lastLines keeps the lines that say why a process ended: a panic and its
 // message first, else the last k lines.
 func lastLines(lines []string, k int) []string {
+	lines = slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.TrimSpace(l) == "" })
 	for i, l := range lines {
 		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
 			return lines[i:min(i+2, len(lines))]
@@ -772,24 +773,16 @@ func blockRecordsPerIndex(ctx context.Context, c *Cluster) (map[uint64]int, erro
 // read: Go's panic (an entry of an unknown type), a snapshot of a format
 // newer than it knows (the older release refuses it, and raft logs the
 // failed install and tries again forever: a node that never catches up).
-var nodeLogFinding = regexp.MustCompile(`(?m)^(panic: |fatal error: ).*$|^.*(unknown command type|newer than this binary knows|failed to restore snapshot).*$`)
+// The reason is the first group that matched; numbers in a snapshot's
+// name are left out so that one line stands for every retry.
+var nodeLogFinding = regexp.MustCompile(`(?m)^((?:panic|fatal error): .*)$|msg="failed to restore snapshot".*error="failed to restore snapshot [^:]*: (.*?)"`)
 
 // scanLogs looks through every node log of the run for a node that stopped
 // on something it could not read, and collects the unexpected exits.
 func (u *upgrader) scanLogs(dir string) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	sort.Strings(files)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, m := range nodeLogFinding.FindAllString(string(b), 3) {
-			if len(m) > 300 {
-				m = m[:300]
-			}
-			u.rep.LogFindings = append(u.rep.LogFindings, filepath.Base(f)+": "+strings.TrimSpace(m))
-		}
+	findings, counts := logFindings(dir)
+	for _, k := range findings {
+		u.rep.LogFindings = append(u.rep.LogFindings, fmt.Sprintf("%s (%d times)", k, counts[k]))
 	}
 	u.rep.Exits = u.pb.exits.list()
 	// One line per node and reason: a node restarted into the same entry
@@ -806,11 +799,42 @@ func (u *upgrader) scanLogs(dir string) {
 	for _, k := range order {
 		u.problem("%s (%d times)", k, seen[k])
 	}
-	for _, f := range u.rep.LogFindings {
-		if !strings.Contains(strings.Join(order, "\n"), strings.TrimSpace(f[strings.Index(f, ": ")+2:])) {
-			u.problem("node log: %s", f)
+	for i, f := range findings {
+		node, reason, _ := strings.Cut(f, ": ")
+		covered := slices.ContainsFunc(u.rep.Exits, func(e nodeExit) bool { return e.Node == node && slices.Contains(e.Last, reason) })
+		if !covered {
+			u.problem("node log: %s", u.rep.LogFindings[i])
 		}
 	}
+}
+
+// logFindings reads every node log (ID.runN.log) of dir for nodeLogFinding:
+// each reason once ("ID: reason"), in file order, and how often it came.
+func logFindings(dir string) ([]string, map[string]int) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	sort.Strings(files)
+	counts := map[string]int{}
+	var findings []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		node, _, _ := strings.Cut(filepath.Base(f), ".")
+		for _, m := range nodeLogFinding.FindAllStringSubmatch(string(b), 1000) {
+			var k string
+			if m[1] != "" {
+				k = node + ": " + m[1]
+			} else {
+				k = node + " could not install the leader's snapshot: " + m[2]
+			}
+			if counts[k] == 0 {
+				findings = append(findings, k)
+			}
+			counts[k]++
+		}
+	}
+	return findings, counts
 }
 
 // stopped reports whether a node stopped by itself: the final recovery
