@@ -274,6 +274,14 @@ func execute(ctx context.Context, cfg *config) int {
 	}()
 	if up != nil {
 		up.run(runCtx, kinds) // returns once every node runs the new binary and its features were used
+		if e, ok := up.firstExit(); ok {
+			// The schedule stopped at it: the detection a planted fault's
+			// run reports (scripts/jepsen-faults.sh).
+			detMu.Lock()
+			info.StoppedOnViolation, info.DetectedAtMs = true, e.AtMs
+			info.Detection = fmt.Sprintf("%s (%s) stopped by itself: %s", e.Node, e.Binary, strings.Join(e.Last, " | "))
+			detMu.Unlock()
+		}
 	} else {
 		nem.loop(runCtx, kinds) // returns at the time limit, or once the cycles are done
 	}

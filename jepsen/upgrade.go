@@ -160,10 +160,10 @@ func (e *exitLog) watch(id string, run int, bin string, p *proc.Process) {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			return
 		}
-		ex := nodeExit{Node: id, Run: run, Binary: filepath.Base(bin), State: st.String(),
-			AtMs: float64(time.Since(e.t0).Milliseconds()), Last: lastLines(p.Tail(40), 6)}
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		ex := nodeExit{Node: id, Run: run, Binary: filepath.Base(bin), State: st.String(),
+			AtMs: float64(time.Since(e.t0).Milliseconds()), Last: lastLines(p.Tail(40), 6)}
 		if len(e.exits) == 0 {
 			close(e.notify)
 		}
@@ -235,6 +235,10 @@ type upgrader struct {
 }
 
 func newUpgrader(cfg *config, c *Cluster, w *workload, nem *nemesis, rec *recorder, rep *upgradeReport, logf func(string, ...any)) *upgrader {
+	pb := c.b.(*procBackend)
+	pb.exits.mu.Lock()
+	pb.exits.t0 = rec.t0 // from here on, times as the history counts them
+	pb.exits.mu.Unlock()
 	return &upgrader{cfg: cfg, c: c, pb: c.b.(*procBackend), w: w, nem: nem, rec: rec, rep: rep, log: logf,
 		rnd: rand.New(rand.NewPCG(cfg.Seed, 31))}
 }
@@ -835,6 +839,15 @@ func logFindings(dir string) ([]string, map[string]int) {
 		}
 	}
 	return findings, counts
+}
+
+// firstExit is the first node that stopped by itself, if any.
+func (u *upgrader) firstExit() (nodeExit, bool) {
+	l := u.pb.exits.list()
+	if len(l) == 0 {
+		return nodeExit{}, false
+	}
+	return l[0], true
 }
 
 // stopped reports whether a node stopped by itself: the final recovery

@@ -11,8 +11,12 @@
 # build and up to 2 minutes of waiting for an idle machine); exits non-zero if
 # the history is invalid (1), the run was inconclusive (2), or a nemesis kind
 # never ran (3): a kind that did not get its turn tested nothing, so the run
-# does not count.
-#   scripts/jepsen-ci.sh            # results in jepsen-results/ci-<timestamp>
+# does not count. Then the upgrade run (jepsen/README.md, "Upgrades"): five
+# nodes of the release jepsen/upgrade-from names, replaced one at a time by
+# this tree's binary under kills and partitions, two of them rolled back
+# first; bounded to 7 minutes with the older release's build (cached in
+# build/jepsen).
+#   scripts/jepsen-ci.sh            # results in jepsen-results/ci-<timestamp>{,-upgrade}
 set -euo pipefail
 # shellcheck source=scripts/jepsen-lib.sh
 source "$(dirname "$0")/jepsen-lib.sh"
@@ -44,4 +48,20 @@ echo "jepsen-ci: exit $code after $(( $(date +%s) - start )) s; report: $out/rep
 if [[ $code == 3 ]]; then
   echo "jepsen-ci: FAILED: not every nemesis kind ran (see 'kinds that never ran' above)" >&2
 fi
-exit "$code"
+
+# The upgrade run, with its rollback: the older release's build (about
+# 100 s on a cold cache; nothing once build/jepsen has it) and a schedule
+# of about 60-90 s, under one bound. --time-limit only caps the schedule.
+ustart=$(date +%s)
+uargs=(--upgrade --rollback --nodes 5 --time-limit 4m --fault-min 2s --fault-max 3s
+       --quiet 1s --final-workload 3s --many-sequences 300 --many-workers 12 --out "$out-upgrade")
+[[ $(id -u) == 0 ]] || uargs+=(--net loopback)
+set +e
+timeout -s TERM -k 20 420 build/jepsen/jepsen "${uargs[@]}"
+ucode=$?
+set -e
+echo "jepsen-ci: upgrade run exit $ucode after $(( $(date +%s) - ustart )) s; results: $out-upgrade/results.json"
+if (( code != 0 )); then
+  exit "$code"
+fi
+exit "$ucode"

@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all ten
+#   scripts/jepsen-faults.sh                       # all eleven
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -13,7 +13,8 @@ source "$(dirname "$0")/jepsen-lib.sh"
 jepsen_require_root
 faults=("$@")
 (( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks raise-no-cut raise-cut-by-caller skip-barrier
-  restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry)
+  restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry
+  grouped-blocks-ignore-level)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -80,6 +81,13 @@ for f in "${faults[@]}"; do
     # after a step of hours only a still larger one could bite again; after
     # these, real time catches up within the run.
     lease-wall-clock-expiry) prof=(--nemesis clock --clock-steps 10s,30s,2m --lease-workers 6 --lease-hold 2s --snowflake-workers 2 --fault-min 2s --fault-max 3s) ;;
+    # The leader proposes grouped block entries (type 11) whatever the
+    # cluster's feature level. An upgrade run (five nodes of the release
+    # jepsen/upgrade-from names, replaced one at a time) under the
+    # many-sequences load: as soon as a node of the new binary leads while
+    # an older one follows, the older one stops on an entry of a type it
+    # does not know, and the upgrade check reports it. No nemesis needed.
+    grouped-blocks-ignore-level) prof=(--nodes 5 --upgrade --nemesis none --many-workers 12) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac
   JEPSEN_WAIT_IDLE=${JEPSEN_WAIT_IDLE:-300} jepsen_wait_idle
