@@ -664,7 +664,7 @@ func (u *upgrader) chosenLease(ctx context.Context, n *Node, feature string) fea
 	body, _ := json.Marshal(api.LeaseRequest{Holder: "jepsen/upgrade", RequestID: fmt.Sprintf("upgrade-%d", u.rnd.Int64()), WorkerID: ptr(int64(worker))})
 	r := u.w.doWith(http.MethodPost, u.c.url(n, "/v1/namespaces/"+upgradeLeaseNS+"/leases"), body, u.cfg.reserveToken, "application/json", u.cfg.OpTimeout, 64<<10)
 	f := featureUse{Feature: feature, Node: n.ID, Status: r.status}
-	if r.err == nil && r.status == http.StatusOK {
+	if r.err == nil && (r.status == http.StatusOK || r.status == http.StatusCreated) {
 		var l api.Lease
 		if err := json.Unmarshal(r.body, &l); err != nil || l.WorkerID != worker {
 			f.Detail = fmt.Sprintf("asked for worker id %d, got %s", worker, r.body)
@@ -739,7 +739,7 @@ func (u *upgrader) finish(ctx context.Context) {
 	}
 	sort.Slice(grouped, func(i, j int) bool { return grouped[i] < grouped[j] })
 	if len(grouped) > 0 {
-		u.problem("%d grouped block entries (type 11) were committed while an older member could not read them, the first at index %d", len(grouped), grouped[0])
+		u.problem("%d grouped block entries (type 11) were committed while a member ran the older release, before the cluster's level allowed them; the first at index %d", len(grouped), grouped[0])
 	}
 	if u.rep.LevelIndex > 0 && u.rep.GroupedAfter == 0 && u.rep.Incomplete == "" {
 		u.rep.Incomplete = "no grouped block entry was seen after the level rose: grouped blocks were not exercised"
