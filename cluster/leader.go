@@ -177,10 +177,14 @@ func (n *Node) establish(term uint64) {
 	if n.listener != nil {
 		n.listener.LeadershipAcquired(l)
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
 		n.recordOwnMetadata(l)
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.watchLevels(l)
 	}()
 }
 
