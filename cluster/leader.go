@@ -151,6 +151,7 @@ func (n *Node) checkLeadership() {
 func (n *Node) stepDown(l Leadership) {
 	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(nil)
+	n.levels.set(nil) // a follower shows no probe answers, rather than stale ones
 	n.epoch.Add(1)
 	n.log.Info("stopped serving as leader", "term", l.Term)
 	if n.listener != nil {
