@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -159,4 +160,25 @@ func TestLevels_SetFeatureLevel_RisesOnly_UnknownStops(t *testing.T) {
 		}
 	}
 	assertUnlocked(t, a.f)
+}
+
+// A node restarting into a cluster whose recorded level its binary does not
+// know refuses the snapshot, naming both levels, rather than serve from it.
+func TestLevels_SnapshotOfAnUnknownLevel_RefusedNamingBoth(t *testing.T) {
+	a := newApplier(t)
+	a.mustCreate("s", 1, 1000)
+	if resp := a.apply(fsm.EncodeSetFeatureLevel(fsm.SetFeatureLevel{Level: fsm.CurrentLevel})); resp != nil {
+		t.Fatal(resp)
+	}
+	b := persist(t, a.f)
+	want := []byte(`"feature_level":3`)
+	if !bytes.Contains(b, want) {
+		t.Fatalf("snapshot does not record the level: %s", b[12:])
+	}
+	future := bytes.Replace(b, want, []byte(`"feature_level":4`), 1)
+	err := fsm.New().Restore(io.NopCloser(bytes.NewReader(future)))
+	var ul *fsm.UnknownLevelError
+	if !errors.As(err, &ul) || ul.Cluster != 4 || ul.Known != fsm.CurrentLevel || !strings.Contains(err.Error(), "feature level is 4") {
+		t.Fatalf("restore of a level-4 snapshot: %v", err)
+	}
 }
