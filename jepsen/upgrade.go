@@ -177,13 +177,14 @@ func (e *exitLog) list() []nodeExit {
 	return slices.Clone(e.exits)
 }
 
-// lastLines keeps the lines that say why a process ended: a panic and its
-// message first, else the last k lines.
+// lastLines keeps the lines that say why a process ended: a panic's line
+// (without the goroutine dump, which differs from run to run), else the
+// last k lines.
 func lastLines(lines []string, k int) []string {
 	lines = slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.TrimSpace(l) == "" })
 	for i, l := range lines {
 		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
-			return lines[i:min(i+2, len(lines))]
+			return lines[i : i+1]
 		}
 	}
 	if len(lines) > k {
@@ -274,8 +275,8 @@ func (u *upgrader) problem(format string, args ...any) {
 // run is the schedule; it returns when done, when ctx ends (the time
 // limit, an interruption) or at the first node that stops by itself.
 func (u *upgrader) run(ctx context.Context, kinds []string) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	// A node that stops by itself ends the schedule: the promise is
 	// broken, and the rest would only restart it into the same entry.
 	go func() {
@@ -283,8 +284,8 @@ func (u *upgrader) run(ctx context.Context, kinds []string) {
 		case <-u.pb.exits.notify:
 			for _, e := range u.pb.exits.list()[:1] {
 				u.log("UPGRADE: %s (%s) stopped by itself (%s): %s", e.Node, e.Binary, e.State, strings.Join(e.Last, " | "))
+				cancel(fmt.Errorf("%s stopped by itself", e.Node))
 			}
-			cancel()
 		case <-ctx.Done():
 		}
 	}()
@@ -466,7 +467,10 @@ func (u *upgrader) waitCaughtUp(ctx context.Context, n *Node, timeout time.Durat
 				}
 			}
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped waiting for %s to catch up: %w", n.ID, context.Cause(ctx))
+		}
+		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not catch up (apply index %d) within %v", n.ID, target, timeout)
 		}
 		sleepCtx(ctx, 200*time.Millisecond)

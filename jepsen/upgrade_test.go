@@ -41,7 +41,7 @@ func TestLogFindings_PanicAndRefusedSnapshot_OneLineEachWithCounts(t *testing.T)
 
 func TestLastLines_PanicFirst(t *testing.T) {
 	got := lastLines([]string{"a", "b", "panic: fsm: unknown command type 11 at index 7", "", "goroutine 1 [running]:", "x"}, 3)
-	want := []string{"panic: fsm: unknown command type 11 at index 7", "goroutine 1 [running]:"}
+	want := []string{"panic: fsm: unknown command type 11 at index 7"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
