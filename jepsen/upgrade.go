@@ -533,7 +533,7 @@ func (u *upgrader) probeGate(ctx context.Context) {
 	u.log("upgrade: gate probe through leader %s while %s run the older binary", l.ID, strings.Join(behind, ", "))
 	uses := []featureUse{
 		u.raise(ctx, l, "raise"),
-		u.shardNamespace(ctx, l, "shard namespace"),
+		u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS),
 		u.chosenLease(ctx, l, "lease of a chosen worker id"),
 	}
 	for i := range uses {
@@ -553,12 +553,33 @@ func (u *upgrader) probeGate(ctx context.Context) {
 // uses every feature that needs it, and lets the workload run a little
 // longer so that the leader groups blocks at the new level.
 func (u *upgrader) afterUpgrade(ctx context.Context) error {
-	if u.rep.NewLevel == 0 {
-		u.rep.Incomplete = "the new binary reports no feature level (GET /v1/cluster feature_level): the level checks were not made"
-		return nil
-	}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
+	if u.rep.NewLevel == 0 {
+		// Nothing to compare with: the run cannot be valid, but the gate
+		// opening still tells when the level rose, and the features are
+		// still worth using.
+		u.rep.Incomplete = "the new binary reports no feature level (GET /v1/cluster feature_level): the level checks were not made"
+		for {
+			l, err := u.c.leader(ctx, 10*time.Second)
+			if err != nil {
+				return err
+			}
+			f := u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS+"-probe")
+			if f.OK {
+				u.log("upgrade: the gate opened (a shard namespace was created through %s)", l.ID)
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				u.problem("every node runs the new binary, yet 60 s later a shard namespace is still refused: %d %s %s", f.Status, f.Problem, f.Detail)
+				return nil
+			}
+			sleepCtx(ctx, 250*time.Millisecond)
+		}
+	}
+	for u.rep.NewLevel > 0 {
 		low := ""
 		for _, n := range u.c.Members() {
 			st, err := u.c.status(ctx, n)
@@ -594,7 +615,7 @@ func (u *upgrader) afterUpgrade(ctx context.Context) error {
 	u.log("upgrade: cluster feature level %d on every node (leader %s, commit index %d)", u.rep.NewLevel, l.ID, u.rep.LevelIndex)
 	uses := []featureUse{
 		u.raise(ctx, l, "raise"),
-		u.shardNamespace(ctx, l, "shard namespace"),
+		u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS),
 		u.chosenLease(ctx, l, "lease of a chosen worker id"),
 	}
 	for i := range uses {
@@ -642,17 +663,17 @@ func (u *upgrader) raise(ctx context.Context, n *Node, feature string) featureUs
 
 // shardNamespace creates a namespace of worker role shard (a new entry
 // type: namespace v2) through n.
-func (u *upgrader) shardNamespace(ctx context.Context, n *Node, feature string) featureUse {
+func (u *upgrader) shardNamespace(ctx context.Context, n *Node, feature, name string) featureUse {
 	body, _ := json.Marshal(api.NamespaceRequest{WorkerRole: api.WorkerRoleShard, MaxWorkers: ptr(int64(64)),
 		LeaseTTLMs: ptr(int64(3000)), RecycleDelayMs: ptr(int64(3000))})
-	r := u.w.doWith(http.MethodPut, u.c.url(n, "/v1/namespaces/"+upgradeShardNS), body, u.cfg.adminToken, "application/json", u.cfg.OpTimeout, 64<<10)
+	r := u.w.doWith(http.MethodPut, u.c.url(n, "/v1/namespaces/"+name), body, u.cfg.adminToken, "application/json", u.cfg.OpTimeout, 64<<10)
 	f := featureUse{Feature: feature, Node: n.ID, Status: r.status}
 	if r.err == nil && (r.status == http.StatusCreated || r.status == http.StatusOK) {
 		var ns api.NamespaceCreated
 		if err := json.Unmarshal(r.body, &ns); err != nil || ns.WorkerRole != api.WorkerRoleShard {
 			f.Detail = "answer without worker_role shard: " + string(r.body)
 		} else {
-			f.OK, f.Detail = true, fmt.Sprintf("%s, worker role %s", upgradeShardNS, ns.WorkerRole)
+			f.OK, f.Detail = true, fmt.Sprintf("%s, worker role %s", name, ns.WorkerRole)
 		}
 	} else {
 		f.Problem, f.Detail = problemOf(r)
