@@ -612,7 +612,11 @@ func (u *upgrader) afterUpgrade(ctx context.Context) error {
 	if st, err := u.c.status(ctx, l); err == nil {
 		u.rep.LevelIndex = st.CommitIndex
 	}
-	u.log("upgrade: cluster feature level %d on every node (leader %s, commit index %d)", u.rep.NewLevel, l.ID, u.rep.LevelIndex)
+	if u.rep.NewLevel > 0 {
+		u.log("upgrade: cluster feature level %d on every node (leader %s, commit index %d)", u.rep.NewLevel, l.ID, u.rep.LevelIndex)
+	} else {
+		u.log("upgrade: the level rose, as far as the gate shows (leader %s, commit index %d)", l.ID, u.rep.LevelIndex)
+	}
 	uses := []featureUse{
 		u.raise(ctx, l, "raise"),
 		u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS),
@@ -898,7 +902,11 @@ func (r *upgradeReport) summary() []string {
 		out = append(out, fmt.Sprintf("  gate (an older member left): %s: %d %s (%s)", f.Feature, f.Status, strings.TrimPrefix(f.Problem, "urn:ticketd:problem:"), f.Detail))
 	}
 	if r.LevelRoseMs > 0 {
-		out = append(out, fmt.Sprintf("  cluster feature level %d on every node at %.1f s (commit index %d)", r.NewLevel, r.LevelRoseMs/1e3, r.LevelIndex))
+		if r.NewLevel > 0 {
+			out = append(out, fmt.Sprintf("  cluster feature level %d on every node at %.1f s (commit index %d)", r.NewLevel, r.LevelRoseMs/1e3, r.LevelIndex))
+		} else {
+			out = append(out, fmt.Sprintf("  the gate opened at %.1f s (commit index %d); no level to compare with", r.LevelRoseMs/1e3, r.LevelIndex))
+		}
 	}
 	for _, f := range r.Features {
 		out = append(out, fmt.Sprintf("  at the new level: %s: %d %s", f.Feature, f.Status, f.Detail))
