@@ -8,6 +8,7 @@ import (
 	"html"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,7 +22,13 @@ func renderReport(r *runResults, h *checker.History) string {
 	var b strings.Builder
 	e := html.EscapeString
 	verdict, color := "VALID", "#1b7f3b"
-	if !r.Valid {
+	reasons := r.InvalidReasons
+	if u := r.Run.Upgrade; u != nil {
+		for _, p := range u.Problems {
+			reasons = append(slices.Clone(reasons), "upgrade: "+p)
+		}
+	}
+	if !r.Valid || len(reasons) > 0 {
 		verdict, color = "INVALID", "#b3261e"
 	}
 	fmt.Fprintf(&b, `<!doctype html><html><head><meta charset="utf-8"><title>ticketd jepsen %s</title><style>
@@ -34,9 +41,9 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px;max-height:300px
 svg text{font:11px system-ui,sans-serif}
 </style></head><body>`, e(r.Run.Started.Format("2006-01-02 15:04:05")), color)
 	fmt.Fprintf(&b, `<h1>ticketd fault-injection run</h1><div class="banner">%s</div>`, verdict)
-	if len(r.InvalidReasons) > 0 {
+	if len(reasons) > 0 {
 		b.WriteString("<ul>")
-		for _, why := range r.InvalidReasons {
+		for _, why := range reasons {
 			fmt.Fprintf(&b, `<li class="bad">%s</li>`, e(why))
 		}
 		b.WriteString("</ul>")
@@ -154,6 +161,9 @@ svg text{font:11px system-ui,sans-serif}
 		fmt.Fprintf(&b, `<h3>Example violations</h3><pre>%s</pre>`, e(string(j)))
 	}
 
+	if u := r.Run.Upgrade; u != nil {
+		fmt.Fprintf(&b, `<h2>Upgrade</h2><p>From the older release to the binary under test, one node at a time (see jepsen/README.md, "Upgrades"); <code>results.json</code> has the details under <code>run.upgrade</code>.</p><pre>%s</pre>`, e(strings.Join(u.summary(), "\n")))
+	}
 	if s := manySummary(r); s != "" {
 		fmt.Fprintf(&b, `<h2>Many-sequences workload</h2><p>%s. Every operation on a sequence drawn at random, through a random node; checked per sequence like every other sequence (above).</p>`, e(s))
 	}
