@@ -125,7 +125,11 @@ type featureUse struct {
 	Status  int    `json:"status"`
 	Problem string `json:"problem,omitempty"`
 	Detail  string `json:"detail,omitempty"`
-	OK      bool   `json:"ok"`
+	// Need, Cluster and Behind are a cluster-upgrading problem's fields.
+	Need    int      `json:"need_feature_level,omitempty"`
+	Cluster int      `json:"cluster_feature_level,omitempty"`
+	Behind  []string `json:"behind,omitempty"`
+	OK      bool     `json:"ok"`
 }
 
 // nodeExit is a node process that ended without the harness ending it.
@@ -538,10 +542,13 @@ func (u *upgrader) probeGate(ctx context.Context) {
 	}
 	for i := range uses {
 		f := &uses[i]
-		f.OK = f.Status == http.StatusConflict && f.Problem == problemClusterUpgrading
+		// The refusal must say why: a level above the cluster's, and every
+		// member still on the older binary among those behind.
+		missing := slices.DeleteFunc(slices.Clone(behind), func(id string) bool { return slices.Contains(f.Behind, id) })
+		f.OK = f.Status == http.StatusConflict && f.Problem == problemClusterUpgrading && f.Need > f.Cluster && len(missing) == 0
 		if !f.OK {
-			u.problem("gate: %s through leader %s while %s ran the older binary answered %d %s %s (want 409 %s)",
-				f.Feature, l.ID, strings.Join(behind, ","), f.Status, f.Problem, f.Detail, problemClusterUpgrading)
+			u.problem("gate: %s through leader %s while %s ran the older binary answered %d %s %s (want 409 %s with need_feature_level above cluster_feature_level and behind naming %v)",
+				f.Feature, l.ID, strings.Join(behind, ","), f.Status, f.Problem, f.Detail, problemClusterUpgrading, behind)
 		} else {
 			u.log("upgrade: gate: %s answered 409 cluster-upgrading: %s", f.Feature, f.Detail)
 		}
@@ -659,7 +666,7 @@ func (u *upgrader) raise(ctx context.Context, n *Node, feature string) featureUs
 		f.OK, f.Detail = true, fmt.Sprintf("%s raised to at least %d, next %d", seq, at, o.Next)
 	} else {
 		classify(o, r)
-		f.Problem, f.Detail = problemOf(r)
+		f.setProblem(r)
 	}
 	u.rec.done(o)
 	return f
@@ -680,7 +687,7 @@ func (u *upgrader) shardNamespace(ctx context.Context, n *Node, feature, name st
 			f.OK, f.Detail = true, fmt.Sprintf("%s, worker role %s", name, ns.WorkerRole)
 		}
 	} else {
-		f.Problem, f.Detail = problemOf(r)
+		f.setProblem(r)
 	}
 	return f
 }
@@ -703,15 +710,17 @@ func (u *upgrader) chosenLease(ctx context.Context, n *Node, feature string) fea
 		rel, _ := json.Marshal(api.LeaseTokenRequest{Token: l.Token})
 		u.w.doWith(http.MethodDelete, u.c.url(n, fmt.Sprintf("/v1/namespaces/%s/leases/%d", upgradeLeaseNS, worker)), rel, u.cfg.reserveToken, "application/json", u.cfg.OpTimeout, 64<<10)
 	} else {
-		f.Problem, f.Detail = problemOf(r)
+		f.setProblem(r)
 	}
 	return f
 }
 
-// problemOf is an answer's problem type and a short detail.
-func problemOf(r httpResult) (string, string) {
+// setProblem reads a refusal: its problem type, the fields of a
+// cluster-upgrading problem, and a short detail.
+func (f *featureUse) setProblem(r httpResult) {
 	if r.err != nil {
-		return "", shortErr(r.err)
+		f.Detail = shortErr(r.err)
+		return
 	}
 	var p api.Problem
 	if json.Unmarshal(r.body, &p) != nil || p.Type == "" {
@@ -719,17 +728,17 @@ func problemOf(r httpResult) (string, string) {
 		if len(b) > 120 {
 			b = b[:120]
 		}
-		return "", string(b)
+		f.Detail = string(b)
+		return
 	}
-	d := p.Detail
-	if p.NeedFeatureLevel != 0 || p.ClusterFeatureLevel != 0 || len(p.Behind) > 0 {
-		var behind []string
-		for _, m := range p.Behind {
-			behind = append(behind, m.ID)
-		}
-		d = fmt.Sprintf("need_feature_level %d, cluster_feature_level %d, behind %v; %s", p.NeedFeatureLevel, p.ClusterFeatureLevel, behind, d)
+	f.Problem, f.Detail = p.Type, p.Detail
+	f.Need, f.Cluster = p.NeedFeatureLevel, p.ClusterFeatureLevel
+	for _, m := range p.Behind {
+		f.Behind = append(f.Behind, m.ID)
 	}
-	return p.Type, d
+	if f.Need != 0 || f.Cluster != 0 || len(f.Behind) > 0 {
+		f.Detail = fmt.Sprintf("need_feature_level %d, cluster_feature_level %d, behind %v; %s", f.Need, f.Cluster, f.Behind, f.Detail)
+	}
 }
 
 // setupUpgrade creates, on the older release, the namespace the
