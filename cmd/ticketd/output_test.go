@@ -26,11 +26,11 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // volatile matches the JSON values that differ from run to run (ports,
-// terms, indexes, clocks, disk sizes, who leads), so that what is left of
+// terms, indexes, clocks, disk sizes, who leads, which build), so that what is left of
 // an output (its fields, their order, indentation and the stable values)
 // can be compared byte for byte with a golden file.
 var volatile = []*regexp.Regexp{
-	regexp.MustCompile(`("(?:node|state|leader|term|commit_index|applied_index|raft_addr|http_addr|api|last_contact_ms|free_bytes|log_bytes|snapshot_bytes|lag_entries|years_left|granted_ms|expires_ms|time_ms|index|token)": )("[^"]*"|[-0-9.e+]+)`),
+	regexp.MustCompile(`("(?:node|state|leader|term|commit_index|applied_index|raft_addr|http_addr|api|last_contact_ms|free_bytes|log_bytes|snapshot_bytes|lag_entries|years_left|granted_ms|expires_ms|time_ms|index|token|version|go_version)": )("[^"]*"|[-0-9.e+]+)`),
 }
 
 var leaderChanges = regexp.MustCompile(`(?s)"leader_changes": \[.*?\n    \]`)
