@@ -209,8 +209,9 @@ type Member struct {
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Voter    bool   `json:"voter"`
 	// Version and FeatureLevel are what the member last reported to the
-	// answering node's level probe (the leader probes every member; a
-	// follower shows what it probed while it led, or nothing). A member
+	// answering node's level probe (only the leader probes every member:
+	// on a follower they are absent; each node's own are in its
+	// ClusterStatus, which GET /v1/cluster/nodes gathers). A member
 	// whose binary predates feature levels reports nothing: Reported is
 	// false once it answered without a level, and it counts as
 	// BaseFeatureLevel. Both empty while its report is not known.

@@ -334,6 +334,7 @@ func TestReserve_4xx_NeverRetried_TypedErrors(t *testing.T) {
 		{http.StatusNotFound, api.ProblemNotFound, client.ErrNotFound},
 		{http.StatusConflict, api.ProblemExhausted, client.ErrExhausted},
 		{http.StatusConflict, api.ProblemConflict, client.ErrConflict},
+		{http.StatusConflict, api.ProblemClusterUpgrading, client.ErrClusterUpgrading},
 		{http.StatusTeapot, "about:blank", nil},
 	}
 	for _, tc := range cases {

@@ -48,6 +48,15 @@ var (
 	// ErrClosed: the Client (and so every Sequence made from it) was
 	// closed.
 	ErrClosed = errors.New("ticketd: client closed")
+
+	// ErrClusterUpgrading: the call needs a feature level the cluster has
+	// not reached yet, because some member still runs an older release (a
+	// raise, a shard namespace, a chosen worker id during a rolling
+	// upgrade). The *APIError's problem names the level needed, the
+	// cluster's, and the members behind (Problem.Behind). Not retried: the
+	// level rises by itself, within seconds, once every member runs a
+	// release that knows it.
+	ErrClusterUpgrading = errors.New("ticketd: cluster upgrading")
 )
 
 // APIError is an error answer from the server: its status code and its
@@ -77,6 +86,8 @@ func (e *APIError) Is(target error) bool {
 		return e.Problem.Type == api.ProblemExhausted
 	case ErrConflict:
 		return e.Problem.Type == api.ProblemConflict
+	case ErrClusterUpgrading:
+		return e.Problem.Type == api.ProblemClusterUpgrading
 	case ErrInvalidArgument:
 		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge
 	case ErrUnauthorized:

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,8 +26,22 @@ func (n *Node) Apply(ctx context.Context, cmd []byte) (any, error) {
 }
 
 // applyResponse is Apply with the FSM's response as it is, a rejection
-// included: the error is only the proposal's.
+// included: the error is only the proposal's. An entry that needs a
+// feature level above the cluster's is refused (a *LevelError) before it is
+// proposed: a member of an older release would stop at it.
 func (n *Node) applyResponse(ctx context.Context, cmd []byte) (any, error) {
+	if _, ok := n.Leadership(); !ok {
+		return nil, ErrNotLeader
+	}
+	if err := n.gate(cmd); err != nil {
+		return nil, err
+	}
+	return n.propose(ctx, cmd)
+}
+
+// propose proposes cmd without the level gate: only for entries whose level
+// the caller has checked itself (maybeRaiseLevel), and the planted fault.
+func (n *Node) propose(ctx context.Context, cmd []byte) (any, error) {
 	if _, ok := n.Leadership(); !ok {
 		return nil, ErrNotLeader
 	}
@@ -76,10 +91,16 @@ func (n *Node) await(ctx context.Context, start func() raft.Future) error {
 // entry and returns each one's outcome, as the FSM computed it when it
 // applied the entry. A lone request is proposed as a ReserveBlock entry
 // (type 2), so a single-sequence log reads as it did before batches
-// existed; several go as one ReserveBlocks entry (type 11). An error is the
-// entry's (not leader, timeout, shut down), and then no outcome is known.
+// existed; several go as one ReserveBlocks entry (type 11) once the
+// cluster's feature level has it, and as ReserveBlock entries proposed at
+// once before (Raft still writes them in one batch). An error is a
+// proposal's (not leader, timeout, shut down), and then no outcome is known.
 func (n *Node) ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error) {
 	stamp := n.Stamp() // for the audit only: no block depends on it
+	grouped, _ := fsm.EntryTypeLevel(fsm.CommandReserveBlocks)
+	if len(reqs) > 1 && n.fsm.ClusterLevel() < grouped && !n.cfg.groupedBlocksIgnoreLevel() {
+		return n.reserveEach(ctx, reqs, stamp)
+	}
 	if len(reqs) == 1 {
 		r := reqs[0]
 		resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: r.Name, Count: r.Count, Min: r.Min, Stamp: stamp}))
@@ -94,7 +115,14 @@ func (n *Node) ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fs
 		}
 		return nil, fmt.Errorf("reserve block: unexpected FSM response %T", resp)
 	}
-	resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlocks(fsm.ReserveBlocks{Requests: reqs, Stamp: stamp}))
+	entry := fsm.EncodeReserveBlocks(fsm.ReserveBlocks{Requests: reqs, Stamp: stamp})
+	var resp any
+	var err error
+	if n.cfg.groupedBlocksIgnoreLevel() {
+		resp, err = n.propose(ctx, entry) // the planted bug: past the gate
+	} else {
+		resp, err = n.applyResponse(ctx, entry)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +133,42 @@ func (n *Node) ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fs
 		return nil, v // the whole entry refused: a bug, since the issuer never proposes an empty or oversized batch
 	}
 	return nil, fmt.Errorf("reserve blocks: unexpected FSM response %T", resp)
+}
+
+// reserveEach proposes each request as its own ReserveBlock entry, all at
+// once, for a cluster whose level does not have grouped blocks yet. The
+// first proposal error is the answer: blocks that did commit are then
+// unknown to the caller, and lost (skipped), never handed out twice.
+func (n *Node) reserveEach(ctx context.Context, reqs []fsm.BlockRequest, stamp fsm.Stamp) ([]fsm.BlockOutcome, error) {
+	out := make([]fsm.BlockOutcome, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := n.applyResponse(ctx, fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: r.Name, Count: r.Count, Min: r.Min, Stamp: stamp}))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			switch v := resp.(type) {
+			case fsm.Block:
+				out[i] = fsm.BlockOutcome{Block: v}
+			case error:
+				out[i] = fsm.BlockOutcome{Err: v}
+			default:
+				errs[i] = fmt.Errorf("reserve block: unexpected FSM response %T", resp)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ApplyLeaseOp stamps a lease operation with this leader's clock and ID

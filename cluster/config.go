@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/metrics"
 )
 
@@ -88,6 +89,19 @@ type Config struct {
 	// partitioned voter costs the first round that meets it.
 	ProbeHedge time.Duration
 
+	// Version is this node's release (buildinfo.Version), reported with
+	// its feature level to the leader's level probe.
+	Version string
+	// FeatureLevel is the feature level this node reports: fsm.CurrentLevel
+	// when 0. Set lower, the node holds the cluster below the levels it
+	// knows, as a binary of that release would; the in-process tests use
+	// it to stand for an older member. It cannot exceed fsm.CurrentLevel.
+	FeatureLevel fsm.FeatureLevel
+	// LevelProbeInterval is how often the leader asks every member for
+	// its release and feature level, and raises the cluster's level when
+	// all know a higher one.
+	LevelProbeInterval time.Duration
+
 	// MaxRPCsInFlight is hashicorp/raft's pipelining setting: 1 sends one
 	// AppendEntries at a time to each follower; 2 or more pipelines them
 	// (see DESIGN.md, "Pipelined replication", for why the default is 1).
@@ -138,6 +152,7 @@ func DefaultConfig() Config {
 		SnapshotRetain:     2,
 		ProbeTimeout:       500 * time.Millisecond,
 		ProbeHedge:         25 * time.Millisecond,
+		LevelProbeInterval: 2 * time.Second,
 		MaxRPCsInFlight:    1,
 		RaftLogLevel:       slog.LevelWarn,
 	}
@@ -180,6 +195,12 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeTimeout <= 0 || c.ProbeHedge <= 0 || c.ProbeHedge > c.ProbeTimeout {
 		errs = append(errs, fmt.Errorf("probe timing: want 0 < hedge (%v) <= timeout (%v)", c.ProbeHedge, c.ProbeTimeout))
+	}
+	if c.FeatureLevel > fsm.CurrentLevel {
+		errs = append(errs, fmt.Errorf("feature level %d is above what this binary knows (%d)", c.FeatureLevel, fsm.CurrentLevel))
+	}
+	if c.LevelProbeInterval <= 0 {
+		errs = append(errs, errors.New("level probe interval must be positive"))
 	}
 	if c.MaxRPCsInFlight < 1 {
 		errs = append(errs, errors.New("max RPCs in flight must be at least 1 (1 turns pipelining off)"))

@@ -10,6 +10,12 @@ type faultConfig struct {
 	// UnsafeSkipBarrier is a planted bug: a new leader serves without
 	// first applying every earlier entry.
 	UnsafeSkipBarrier bool
+	// UnsafeGroupedBlocksIgnoreLevel is a planted bug: the leader proposes
+	// grouped blocks (type 11) whatever the cluster's feature level, so a
+	// follower of an older release stops at the entry.
+	UnsafeGroupedBlocksIgnoreLevel bool
 }
 
 func (c faultConfig) skipBarrier() bool { return c.UnsafeSkipBarrier }
+
+func (c faultConfig) groupedBlocksIgnoreLevel() bool { return c.UnsafeGroupedBlocksIgnoreLevel }

@@ -151,6 +151,7 @@ func (n *Node) checkLeadership() {
 func (n *Node) stepDown(l Leadership) {
 	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(nil)
+	n.levels.set(nil) // a follower shows no probe answers, rather than stale ones
 	n.epoch.Add(1)
 	n.log.Info("stopped serving as leader", "term", l.Term)
 	if n.listener != nil {
@@ -177,10 +178,14 @@ func (n *Node) establish(term uint64) {
 	if n.listener != nil {
 		n.listener.LeadershipAcquired(l)
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
 		n.recordOwnMetadata(l)
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.watchLevels(l)
 	}()
 }
 

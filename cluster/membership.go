@@ -38,9 +38,7 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
 			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
 		}
-		if err := n.await(ctx, func() raft.Future {
-			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
-		}); err != nil {
+		if err := n.addVoter(ctx, id, raftAddr); err != nil {
 			return err
 		}
 		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
@@ -51,6 +49,21 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	}
 	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
 	return err
+}
+
+// addVoter adds a voter whose binary knows the cluster's feature level,
+// holding levelMu so that the level does not rise between the check and the
+// change of configuration (maybeRaiseLevel holds it from its probe to its
+// entry's commit).
+func (n *Node) addVoter(ctx context.Context, id, raftAddr string) error {
+	n.levelMu.Lock()
+	defer n.levelMu.Unlock()
+	if err := n.checkJoinLevel(id, raftAddr); err != nil {
+		return err
+	}
+	return n.await(ctx, func() raft.Future {
+		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+	})
 }
 
 // UpdateMetadata records the addresses of a node that is already in the

@@ -20,6 +20,10 @@ import (
 const (
 	muxRaft  byte = 'R'
 	muxProbe byte = 'P'
+	// muxLevel asks for the node's release and feature level (levels.go).
+	// A binary older than feature levels drops the connection, which the
+	// asker reads as "no report".
+	muxLevel byte = 'V'
 
 	// muxHeaderTimeout bounds how long an accepted connection may take to
 	// name its service, so a silent client cannot hold a goroutine forever.
@@ -33,6 +37,7 @@ type mux struct {
 	log       *slog.Logger
 	raftConns chan net.Conn
 	probe     func(net.Conn)
+	level     func(net.Conn) // answers and closes; bounded by its own deadline
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -69,7 +74,7 @@ func (c *raftConn) Close() error {
 	return c.Conn.Close()
 }
 
-func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe func(net.Conn)) *mux {
+func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe, level func(net.Conn)) *mux {
 	if dial == nil {
 		dial = defaultDial
 	}
@@ -80,6 +85,7 @@ func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger
 		log:       log,
 		raftConns: make(chan net.Conn),
 		probe:     probe,
+		level:     level,
 		closed:    make(chan struct{}),
 		pending:   make(map[net.Conn]struct{}),
 		raftOwned: make(map[*raftConn]struct{}),
@@ -158,6 +164,8 @@ func (m *mux) route(c net.Conn) {
 		// The probe server owns the connection from here and closes it
 		// when it shuts down.
 		go m.probe(c)
+	case muxLevel:
+		m.level(c)
 	default:
 		m.log.Warn("raft port: connection with unknown service byte dropped", "byte", b[0], "remote", c.RemoteAddr())
 		_ = c.Close()

@@ -44,6 +44,11 @@ type Node struct {
 	probeOrder  probeOrder
 	verifier    *verifier
 
+	// levels is what the leader's level probe last learned of each
+	// member; levelMu orders a level raise against a join (levels.go).
+	levels  memberLevels
+	levelMu sync.Mutex
+
 	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
 	listener LeadershipListener
 	current  atomic.Pointer[Leadership] // non-nil while serving as leader
@@ -240,7 +245,7 @@ func (n *Node) openNetwork() error {
 		ln = tls.NewListener(ln, cfg.TLS.Server)
 		dial = tlsDial(dial, cfg.TLS.Client)
 	}
-	n.mux = newMux(ln, advertise, dial, n.log, n.probeServer.serve)
+	n.mux = newMux(ln, advertise, dial, n.log, n.probeServer.serve, n.serveLevel)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,

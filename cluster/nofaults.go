@@ -3,8 +3,10 @@
 package cluster
 
 // Every build but the fault-injection one (faults.go): a new leader always
-// runs its Barrier.
+// runs its Barrier, and every entry goes through the level gate.
 
 type faultConfig struct{}
 
 func (faultConfig) skipBarrier() bool { return false }
+
+func (faultConfig) groupedBlocksIgnoreLevel() bool { return false }

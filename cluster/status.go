@@ -47,11 +47,18 @@ func (n *Node) Status() (domain.ClusterStatus, error) {
 		Storage:       n.storageStatus(),
 		LastContact:   n.lastContact(),
 		LeaderChanges: n.leaders.list(),
+
+		Version:             n.cfg.Version,
+		FeatureLevel:        int(n.ownLevel()),
+		ClusterFeatureLevel: int(n.fsm.ClusterLevel()),
 	}
 	for _, s := range cf.Configuration().Servers {
 		m := domain.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
 		if md, ok := n.fsm.Member(string(s.ID)); ok {
 			m.HTTPAddr = md.HTTPAddr
+		}
+		if l, ok := n.levels.get(string(s.ID)); ok {
+			m.Version, m.FeatureLevel, m.LevelReport = l.Version, int(l.Level), l.Report
 		}
 		st.Members = append(st.Members, m)
 	}

@@ -34,7 +34,24 @@ var (
 	// or at the leader, may succeed. A write that failed this way may
 	// still have committed.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrClusterUpgrading: what was asked needs a feature level the
+	// cluster has not reached (a member runs an older release), or a
+	// joining node does not know the cluster's level; the error carries a
+	// *ClusterUpgradingError.
+	ErrClusterUpgrading = errors.New("cluster upgrading")
 )
+
+// ClusterUpgradingError says which feature level was needed, the cluster's,
+// and which members are behind; wrap it with the kind ErrClusterUpgrading.
+type ClusterUpgradingError struct {
+	NeedLevel, ClusterLevel int
+	// Behind are the members below NeedLevel (Version, FeatureLevel and
+	// LevelReport set as in Member), or the refused joining node.
+	Behind  []Member
+	Message string
+}
+
+func (e *ClusterUpgradingError) Error() string { return e.Message }
 
 // kindError is an error of one kind that keeps the node's own error (and
 // its message) underneath.

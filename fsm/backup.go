@@ -23,12 +23,33 @@ var (
 	ErrClusterNotEmpty = errors.New("cluster is not empty")
 )
 
-// Backup writes the current state as a backup.
+// Backup writes the current state as a backup: a snapshot without the
+// cluster's feature level (a restore seeds data, not the level of the
+// cluster it came from), in the oldest format that carries it, so that a
+// cluster of an older release can restore it when its data allows.
 func (f *FSM) Backup(w io.Writer) error {
 	f.mu.RLock()
 	st := f.stateLocked()
 	f.mu.RUnlock()
+	st.FeatureLevel = 0
 	return writeSnapshot(w, st)
+}
+
+// ReencodeBackup rewrites a valid backup in the oldest format that carries
+// its data, without any feature level it holds: the leader proposes a
+// restore of it so that every member that can read the data can apply it
+// (RequiredLevel then asks only for the level its data needs).
+func ReencodeBackup(backup []byte) ([]byte, error) {
+	st, err := readSnapshot(bytes.NewReader(backup))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBackupInvalid, err)
+	}
+	st.FeatureLevel = 0
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, st); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // RestoreBackup is the body of CommandRestoreBackup. The leader stamps it

@@ -451,6 +451,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.auditLog, f.auditSeq = st.Audit, st.AuditSeq
 	f.clockMs, f.tokenFloor = st.ClockMs, st.TokenFloor
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
+	f.clusterLevel.Store(uint32(st.FeatureLevel))
 	f.leaseChanges++
 	return nil
 }
@@ -490,6 +491,8 @@ func (f *FSM) stateLocked() snapshotState {
 		ClockMs:    f.clockMs,
 		TokenFloor: f.tokenFloor,
 		AuditSeq:   f.auditSeq,
+		// A backup drops it again (Backup): it is the cluster's.
+		FeatureLevel: FeatureLevel(f.clusterLevel.Load()),
 	}
 	for _, n := range st.Namespaces {
 		st.Leases = append(st.Leases, sortedLeases(f.leases[n.Name])...)

@@ -26,8 +26,16 @@ var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 // legacy rules would have decided at the snapshot's point of the log.
 // Version 5 added namespaces' worker role and horizon and the audit's raise
 // records (issue #16); an older snapshot has none, and a binary that knows
-// only v4 refuses a v5 snapshot rather than drop them.
-const SnapshotVersion uint32 = 5
+// only v4 refuses a v5 snapshot rather than drop them. Version 6 added the
+// cluster's feature level (level.go); an older snapshot's is LevelBase.
+//
+// SnapshotVersion is the newest format this binary reads and writes. It
+// writes the oldest format that carries the state (snapshotFormat): a
+// leader's snapshot goes to followers that may run an older binary, which
+// refuse a format newer than theirs, and the gate on entries (level.go)
+// keeps a state that needs a newer format from arising before every member
+// can read it.
+const SnapshotVersion uint32 = 6
 
 type snapshotState struct {
 	LastIndex  uint64        `json:"last_index"`
@@ -42,6 +50,9 @@ type snapshotState struct {
 	TokenFloor uint64 `json:"token_floor,omitempty"`
 	// AuditSeq is the sequence number of the latest audit record (v3).
 	AuditSeq uint64 `json:"audit_seq,omitempty"`
+	// FeatureLevel is the cluster's feature level (v6), 0 for LevelBase.
+	// A backup leaves it out: it is the cluster's, not the data's.
+	FeatureLevel FeatureLevel `json:"feature_level,omitempty"`
 }
 
 type snapshot struct {
@@ -60,11 +71,35 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *snapshot) Release() {}
 
+// snapshotFormat is the oldest format that carries st: 6 for a recorded
+// feature level above the base, 5 for a namespace with a worker role or
+// horizon or a raise record, 4 otherwise (v4 is the oldest format this
+// binary writes: every field v1 to v3 derive is in the state).
+func (st *snapshotState) snapshotFormat() uint32 {
+	if st.FeatureLevel > LevelBase {
+		return 6
+	}
+	for _, n := range st.Namespaces {
+		if n.WorkerRole != "" || n.HorizonYears != 0 {
+			return 5
+		}
+	}
+	for _, r := range st.Audit {
+		if r.Kind == AuditRaise {
+			return 5
+		}
+	}
+	return 4
+}
+
 func writeSnapshot(w io.Writer, st snapshotState) error {
+	if st.FeatureLevel <= LevelBase {
+		st.FeatureLevel = 0 // the base is implied, so a v4 or v5 body stays one
+	}
 	bw := bufio.NewWriter(w)
 	var hdr [12]byte
 	copy(hdr[:8], snapshotMagic[:])
-	binary.BigEndian.PutUint32(hdr[8:], SnapshotVersion)
+	binary.BigEndian.PutUint32(hdr[8:], st.snapshotFormat())
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return fmt.Errorf("fsm: write snapshot header: %w", err)
 	}
@@ -84,8 +119,8 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1, 2, 3, 4, 5:
-		// v2 to v5 only added fields, so all decode into the same
+	case 1, 2, 3, 4, 5, 6:
+		// v2 to v6 only added fields, so all decode into the same
 		// struct; an older body has none of the newer ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
@@ -103,6 +138,12 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 				return st, fmt.Errorf("fsm: snapshot v%d holds fields of v3", v)
 			}
 			st.upgrade()
+		}
+		if v < 6 && st.FeatureLevel != 0 {
+			return st, fmt.Errorf("fsm: snapshot v%d holds the feature level of v6", v)
+		}
+		if st.FeatureLevel > CurrentLevel {
+			return st, &UnknownLevelError{Cluster: st.FeatureLevel, Known: CurrentLevel, Index: st.LastIndex}
 		}
 		if v < 5 {
 			for _, n := range st.Namespaces {

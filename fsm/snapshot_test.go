@@ -123,13 +123,32 @@ func writeFixtureV1(t *testing.T) {
 	t.Logf("wrote %s", fixtureV1)
 }
 
+// Persist writes the oldest format that carries the state: v4 for what a
+// level-1 binary knows (so an older follower can install it), v6 once the
+// cluster's level is recorded.
 func TestSnapshotPersist_WritesMagicVersionAndClosesSink(t *testing.T) {
-	b := persist(t, fixtureV1Log(t)) // persist checks Close, not Cancel
+	f := fixtureV1Log(t)
+	b := persist(t, f) // persist checks Close, not Cancel
 	if len(b) < 12 || string(b[:8]) != "TKTDSNAP" {
 		t.Fatalf("snapshot starts %q, want magic TKTDSNAP", b[:min(len(b), 12)])
 	}
+	if v := binary.BigEndian.Uint32(b[8:12]); v != 4 {
+		t.Fatalf("header version %d, want 4 (the oldest that carries a level-1 state)", v)
+	}
+	idx, _ := f.LastApplied()
+	if resp := f.Apply(logEntry(idx+1, 1, fsm.EncodeSetFeatureLevel(fsm.SetFeatureLevel{Level: fsm.CurrentLevel}))); resp != nil {
+		t.Fatalf("set level: %v", resp)
+	}
+	b = persist(t, f)
 	if v := binary.BigEndian.Uint32(b[8:12]); v != fsm.SnapshotVersion {
-		t.Fatalf("header version %d, want %d", v, fsm.SnapshotVersion)
+		t.Fatalf("header version %d at level %d, want %d", v, fsm.CurrentLevel, fsm.SnapshotVersion)
+	}
+	g := fsm.New()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
+		t.Fatal(err)
+	}
+	if g.ClusterLevel() != fsm.CurrentLevel {
+		t.Fatalf("restored level %d, want %d", g.ClusterLevel(), fsm.CurrentLevel)
 	}
 }
 
@@ -205,7 +224,7 @@ func TestSnapshotRestore_RejectsCorruptSnapshots_StateUnchanged(t *testing.T) {
 		{"truncated header", []byte("TKTDSN"), "header"},
 		{"bad magic", rawSnapshot("NOTTICKT", 1, goodBody), "not a ticketd snapshot"},
 		{"magic of another case", rawSnapshot("tktdsnap", 1, goodBody), "not a ticketd snapshot"},
-		{"newer version 6", rawSnapshot("TKTDSNAP", 6, goodBody), "version 6"},
+		{"newer version 7", rawSnapshot("TKTDSNAP", 7, goodBody), "version 7"},
 		{"version MaxUint32", rawSnapshot("TKTDSNAP", math.MaxUint32, goodBody), "version 4294967295"},
 		{"version 0", rawSnapshot("TKTDSNAP", 0, goodBody), "version 0"},
 		{"little-endian version 1", append([]byte("TKTDSNAP\x01\x00\x00\x00"), goodBody...), "version 16777216"},

@@ -42,6 +42,16 @@ func (s *Service) storeError(c echo.Context, err error) error {
 			pe.p.WorkerID, pe.p.Holder, pe.p.State, pe.p.EndReason, pe.p.EarliestFreeMs = &w, wu.Holder, wu.State, wu.EndReason, wu.EarliestFreeMs
 		}
 		return pe
+	case errors.Is(err, domain.ErrClusterUpgrading):
+		pe := &problemError{status: http.StatusConflict, p: api.Problem{Type: api.ProblemClusterUpgrading, Title: "cluster upgrading", Detail: err.Error()}}
+		var ue *domain.ClusterUpgradingError
+		if errors.As(err, &ue) {
+			pe.p.NeedFeatureLevel, pe.p.ClusterFeatureLevel = ue.NeedLevel, ue.ClusterLevel
+			for _, m := range ue.Behind {
+				pe.p.Behind = append(pe.p.Behind, api.Member(m))
+			}
+		}
+		return pe
 	case errors.Is(err, domain.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		id, _, _ := s.store.LeaderHTTPAddr()

@@ -106,6 +106,8 @@ func errorReply(err error, sequence string) string {
 		return "TRYAGAIN " + err.Error()
 	case errors.Is(err, domain.ErrConflict):
 		return "CONFLICT " + err.Error()
+	case errors.Is(err, domain.ErrClusterUpgrading):
+		return "UPGRADING " + err.Error()
 	case errors.Is(err, domain.ErrInvalid):
 		return "ERR " + err.Error()
 	case errors.Is(err, errForbidden):

@@ -173,6 +173,8 @@ func problemError(status int, data []byte) error {
 		return domain.Kindf(domain.ErrUnavailable, "%s", msg)
 	case api.ProblemConflict:
 		return domain.Kindf(domain.ErrConflict, "%s", msg)
+	case api.ProblemClusterUpgrading:
+		return domain.Kindf(domain.ErrClusterUpgrading, "%s", msg)
 	case api.ProblemBadRequest:
 		return domain.Kindf(domain.ErrInvalid, "%s", msg)
 	case api.ProblemUnauthorized:

@@ -23,6 +23,7 @@ import (
 	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/httpapi"
+	"github.com/ticketd/ticketd/internal/buildinfo"
 	"github.com/ticketd/ticketd/issuer"
 	"github.com/ticketd/ticketd/lessor"
 	"github.com/ticketd/ticketd/metrics"
@@ -127,6 +128,9 @@ func Start(cfg Config) (*Server, error) {
 	s.client = &http.Client{Timeout: 5 * time.Second, Transport: peerTransport}
 	cc := cfg.Cluster
 	cc.HTTPAdvertise = advertise
+	if cc.Version == "" {
+		cc.Version = buildinfo.Version()
+	}
 	cc.Logger = log
 	cc.Metrics = cfg.Metrics
 	cfg.Issuer.Metrics = cfg.Metrics
@@ -300,7 +304,8 @@ func (s *Server) membershipLoop(httpAdvertise string) {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	req := api.JoinRequest{ID: s.node.ID(), RaftAddr: s.node.RaftAddr(), HTTPAddr: httpAdvertise}
+	req := api.JoinRequest{ID: s.node.ID(), RaftAddr: s.node.RaftAddr(), HTTPAddr: httpAdvertise,
+		FeatureLevel: int(s.node.FeatureLevel()), Version: s.node.Version()}
 	wait := 10 * time.Millisecond
 	for {
 		select {
@@ -546,6 +551,14 @@ func (st store) Backup(ctx context.Context, w io.Writer) error {
 // committed on a majority and applied here.
 func (st store) Restore(ctx context.Context, backup []byte, advance int64) error {
 	if err := fsm.ValidateBackup(backup, advance); err != nil {
+		return kindOf(err)
+	}
+	// In the oldest format that carries its data, so that the restore
+	// needs no higher feature level than its data does: a backup of a
+	// newer cluster restores into an older one when its data allows, and
+	// is refused (cluster upgrading, naming the levels) when not.
+	backup, err := fsm.ReencodeBackup(backup)
+	if err != nil {
 		return kindOf(err)
 	}
 	resp, err := st.s.node.Apply(ctx, fsm.EncodeRestoreBackup(fsm.RestoreBackup{Backup: backup, Advance: advance, Stamp: st.s.node.Stamp()}))

@@ -29,6 +29,7 @@ var errorKinds = []struct {
 	{domain.ErrNoWorkerFree, []error{fsm.ErrNoWorkerFree}},
 	{domain.ErrLeaseLost, []error{fsm.ErrLeaseLost}},
 	{domain.ErrWorkerUnavailable, []error{fsm.ErrWorkerUnavailable}},
+	{domain.ErrClusterUpgrading, []error{cluster.ErrClusterUpgrading}},
 	{domain.ErrUnavailable, []error{
 		cluster.ErrNotLeader, cluster.ErrLeadershipLost, cluster.ErrNotConfirmed, cluster.ErrTimeout, cluster.ErrShutdown,
 		issuer.ErrNotServing, issuer.ErrStaleLeadership, issuer.ErrContended,
@@ -41,6 +42,14 @@ var errorKinds = []struct {
 func kindOf(err error) error {
 	if err == nil {
 		return nil
+	}
+	var le *cluster.LevelError
+	if errors.As(err, &le) {
+		ue := &domain.ClusterUpgradingError{NeedLevel: int(le.Need), ClusterLevel: int(le.Cluster), Message: le.Error()}
+		for _, m := range le.Behind {
+			ue.Behind = append(ue.Behind, domain.Member{ID: m.ID, Version: m.Version, FeatureLevel: int(m.Level), LevelReport: m.Report})
+		}
+		return domain.Wrap(domain.ErrClusterUpgrading, ue)
 	}
 	for _, k := range errorKinds {
 		for _, sentinel := range k.of {

@@ -36,6 +36,7 @@ var wantKinds = map[string]struct {
 	"fsm.ErrNoWorkerFree":          {fsm.ErrNoWorkerFree, domain.ErrNoWorkerFree},
 	"fsm.ErrLeaseLost":             {fsm.ErrLeaseLost, domain.ErrLeaseLost},
 	"fsm.ErrWorkerUnavailable":     {fsm.ErrWorkerUnavailable, domain.ErrWorkerUnavailable},
+	"cluster.ErrClusterUpgrading":  {cluster.ErrClusterUpgrading, domain.ErrClusterUpgrading},
 	"cluster.ErrNotLeader":         {cluster.ErrNotLeader, domain.ErrUnavailable},
 	"cluster.ErrLeadershipLost":    {cluster.ErrLeadershipLost, domain.ErrUnavailable},
 	"cluster.ErrNotConfirmed":      {cluster.ErrNotConfirmed, domain.ErrUnavailable},
@@ -53,7 +54,7 @@ var noKind = map[string]string{
 }
 
 var allKinds = []error{domain.ErrInvalid, domain.ErrNotFound, domain.ErrConflict, domain.ErrExhausted,
-	domain.ErrNoWorkerFree, domain.ErrLeaseLost, domain.ErrWorkerUnavailable, domain.ErrUnavailable}
+	domain.ErrNoWorkerFree, domain.ErrLeaseLost, domain.ErrWorkerUnavailable, domain.ErrUnavailable, domain.ErrClusterUpgrading}
 
 // TestStore_EverySentinelHasAKind: each exported Err* of fsm, cluster and
 // issuer (read from their sources, so a new one cannot be forgotten) maps,

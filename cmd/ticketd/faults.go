@@ -21,7 +21,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -51,6 +51,8 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.UnsafeFSM.SkipAcquireIdempotency = true
 		case "lease-wall-clock-expiry":
 			cfg.UnsafeFSM.WallClockLeaseExpiry = true
+		case "grouped-blocks-ignore-level":
+			cfg.Cluster.UnsafeGroupedBlocksIgnoreLevel = true
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}

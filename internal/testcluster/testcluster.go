@@ -66,6 +66,7 @@ func testConfig(t testing.TB, id, dir string, raftLn, httpLn net.Listener) serve
 	cfg.Cluster.CommitTimeout = 5 * time.Millisecond
 	cfg.Cluster.ProbeTimeout = 500 * time.Millisecond
 	cfg.Cluster.SnapshotInterval = 200 * time.Millisecond
+	cfg.Cluster.LevelProbeInterval = 100 * time.Millisecond
 	cfg.Cluster.RaftLogLevel = slog.LevelError
 	if os.Getenv("TICKETD_TEST_LOG") != "" {
 		cfg.Cluster.RaftLogLevel = slog.LevelInfo
