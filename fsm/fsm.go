@@ -250,6 +250,11 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 	if err := json.Unmarshal(data[1:], body); err != nil {
 		return t, nil, &decodeError{t: t, err: err}
 	}
+	if l, ok := body.(*SetFeatureLevel); ok && l.Level > CurrentLevel {
+		// A level this binary does not know is as unreadable as a type
+		// it does not know: what follows may use it.
+		return t, nil, &decodeError{t: t, err: &UnknownLevelError{Cluster: l.Level, Known: CurrentLevel}}
+	}
 	return t, body, nil
 }
 
@@ -279,6 +284,12 @@ func (e *decodeError) at(index uint64) string {
 		return fmt.Sprintf("fsm: empty log entry at index %d", index)
 	case e.unknown:
 		return fmt.Sprintf("fsm: unknown command type %d at index %d", uint8(e.t), index)
+	}
+	var ul *UnknownLevelError
+	if errors.As(e.err, &ul) {
+		at := *ul
+		at.Index = index
+		return at.Error()
 	}
 	return fmt.Sprintf("fsm: cannot decode %s at index %d: %v", e.t, index, e.err)
 }

@@ -155,10 +155,9 @@ func (e *UnknownLevelError) Error() string {
 
 // applySetFeatureLevel raises the cluster's level; it never lowers it (a
 // leader that proposed from an older view proposes a level already passed).
+// (A level above CurrentLevel never gets here: decodeCommand refuses it, and
+// Apply stops with an UnknownLevelError's message.)
 func (f *FSM) applySetFeatureLevel(c SetFeatureLevel, index uint64) any {
-	if c.Level > CurrentLevel {
-		panic((&UnknownLevelError{Cluster: c.Level, Known: CurrentLevel, Index: index}).Error())
-	}
 	if c.Level < LevelBase {
 		return fmt.Errorf("%w: feature level %d is below the base level %d", ErrInvalidCommand, c.Level, LevelBase)
 	}
