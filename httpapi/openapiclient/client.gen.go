@@ -5595,7 +5595,7 @@ type Member struct {
 	// RaftAddr host:port of its Raft port.
 	RaftAddr string `json:"raft_addr"`
 
-	// Version The member's release (git describe of its build), as it last reported it to the answering node's level probe (the leader probes every member; a follower shows what it probed while it led, or nothing). Absent while not known.
+	// Version The member's release (git describe of its build), as it last reported it to the answering node's level probe. Only the leader probes every member: on a follower this is absent (each node's own is in its `ClusterStatus`, which `GET /v1/cluster/nodes` gathers). Absent while not known.
 	//
 	// Examples: v0.31.0
 	Version *string `json:"version,omitempty"`
