@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ticketd/ticketd/domain"
+	"github.com/ticketd/ticketd/fsm"
 )
 
 // LeaderHTTPAddr returns the leader's ID and API address as the replicated
@@ -50,6 +51,7 @@ func (n *Node) Status() (domain.ClusterStatus, error) {
 
 		Version:             n.cfg.Version,
 		FeatureLevel:        int(n.ownLevel()),
+		Feature:             domain.FeatureLevel(fsm.LevelInfo(n.ownLevel())),
 		ClusterFeatureLevel: int(n.fsm.ClusterLevel()),
 	}
 	for _, s := range cf.Configuration().Servers {

@@ -234,6 +234,17 @@ type ClusterStatus struct {
 	Version             string
 	FeatureLevel        int
 	ClusterFeatureLevel int
+	// Feature describes FeatureLevel for people (fsm.LevelInfo of it):
+	// the HTTP layer shows it and does not know the log's types.
+	Feature FeatureLevel
+}
+
+// FeatureLevel describes a feature level: the highest log entry type and
+// snapshot format a binary of that level knows (api.FeatureLevel's fields).
+type FeatureLevel struct {
+	Level          int
+	MaxEntryType   int
+	SnapshotFormat int
 }
 
 // LeaderChange is one leadership change a node saw: from Term on, Leader

@@ -34,6 +34,11 @@ func (s *Service) ownStatus(c echo.Context) (api.ClusterStatus, error) {
 		Members:       make([]api.Member, 0, len(st.Members)),
 		LastContactMs: -1,
 		LeaderChanges: make([]api.LeaderChange, 0, len(st.LeaderChanges)),
+		Version:       st.Version, FeatureLevel: st.FeatureLevel, ClusterFeatureLevel: st.ClusterFeatureLevel,
+	}
+	if st.Feature.Level > 0 {
+		f := api.FeatureLevel(st.Feature)
+		out.Feature = &f
 	}
 	if st.LastContact >= 0 {
 		out.LastContactMs = st.LastContact.Milliseconds()

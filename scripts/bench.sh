@@ -907,7 +907,7 @@ ticketd_resp() {
 # ---- run --------------------------------------------------------------------
 
 log "building into $BIN"
-(cd "$ROOT" && go build -o "$BIN/ticketd" ./cmd/ticketd && go build -o "$BIN/ticketd-bench" ./cmd/ticketd-bench)
+(cd "$ROOT" && go build -ldflags "$(scripts/version-ldflags.sh)" -o "$BIN/ticketd" ./cmd/ticketd && go build -o "$BIN/ticketd-bench" ./cmd/ticketd-bench)
 # pprof is built here, not run as `go tool pprof`: that builds it on first use,
 # which took longer than the load it was meant to profile (the profile then
 # caught an idle leader).

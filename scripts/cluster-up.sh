@@ -23,7 +23,7 @@ fi
 
 mkdir -p "$local_dir/bin" "$local_dir/logs"
 echo "building ticketd..."
-(cd "$root" && CGO_ENABLED=0 go build -o "$local_dir/bin/ticketd" ./cmd/ticketd)
+(cd "$root" && CGO_ENABLED=0 go build -ldflags "$(scripts/version-ldflags.sh)" -o "$local_dir/bin/ticketd" ./cmd/ticketd)
 bin=$local_dir/bin/ticketd
 
 # Authentication is on, as in production: an admin and a reserve token,

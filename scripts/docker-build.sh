@@ -10,8 +10,10 @@ rm -rf build/docker/rootfs build/docker/ticketd
 # /tls and /ca: empty named volumes mounted there take the owner (the
 # image's unprivileged user) from the image.
 mkdir -p build/docker/rootfs/data build/docker/rootfs/tmp build/docker/rootfs/tls build/docker/rootfs/ca
+ldflags=$(scripts/version-ldflags.sh)
 CGO_ENABLED=0 go build -trimpath ${TAGS:+-tags "$TAGS"} \
-  -ldflags "-s -w -X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" \
+  -ldflags "-s -w $ldflags" \
   -o build/docker/ticketd ./cmd/ticketd
-docker build -q -t "$image" . >/dev/null
+# The image's label says the release the binary reports (ticketd version).
+docker build -q --build-arg "VERSION=${ldflags##*=}" -t "$image" . >/dev/null
 echo "built $image ($(docker image inspect -f '{{.Size}}' "$image") bytes)"

@@ -10,8 +10,9 @@ mapfile -t pkgs < <(git ls-files '*faults.go' | grep -v '^jepsen/' | xargs -n1 d
 go vet -tags ticketd_faults "${pkgs[@]}"
 go test -tags ticketd_faults -count=1 -run 'Planted' "${pkgs[@]}"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -o "$tmp/ticketd" ./cmd/ticketd
-CGO_ENABLED=0 go build -tags ticketd_faults -o "$tmp/ticketd-faults" ./cmd/ticketd
+ldflags=$(scripts/version-ldflags.sh)
+CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$tmp/ticketd" ./cmd/ticketd
+CGO_ENABLED=0 go build -ldflags "$ldflags" -tags ticketd_faults -o "$tmp/ticketd-faults" ./cmd/ticketd
 # A symbol and a log line of each planted bug's code: present in the fault
 # build (so the check itself works), absent from production.
 check() { # name, found-in-fault-build, found-in-production

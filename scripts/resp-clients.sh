@@ -95,7 +95,7 @@ done
 # ---- build
 log "building ticketd"
 mkdir -p "$tmp/bin" "$tmp/logs" "$tmp/data" "$tmp/run"
-CGO_ENABLED=0 go build -o "$tmp/bin/ticketd" ./cmd/ticketd
+CGO_ENABLED=0 go build -ldflags "$(scripts/version-ldflags.sh)" -o "$tmp/bin/ticketd" ./cmd/ticketd
 bin=$tmp/bin/ticketd
 
 # ---- tokens

@@ -165,7 +165,7 @@ start_node() {
 }
 
 log "building into $BIN"
-(cd "$ROOT" && go build -o "$BIN/ticketd" ./cmd/ticketd && cd cmd/ticketd-bench && go build -o "$BIN/ticketd-bench" .)
+(cd "$ROOT" && go build -ldflags "$(scripts/version-ldflags.sh)" -o "$BIN/ticketd" ./cmd/ticketd && cd cmd/ticketd-bench && go build -o "$BIN/ticketd-bench" .)
 {
 	echo "# ticketd scale of the state, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "commit $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -68,8 +68,12 @@ type pageState struct {
 		ID        string `json:"id"`
 		Reachable string `json:"reachable"`
 		State     string `json:"state"`
+		Version   string `json:"version"`
+		Level     string `json:"level"`
 	} `json:"members"`
-	Banners []struct {
+	ClusterLevel     string `json:"clusterLevel"`
+	ClusterLevelNote string `json:"clusterLevelNote"`
+	Banners          []struct {
 		ID   string `json:"id"`
 		Node string `json:"node"`
 		Text string `json:"text"`
@@ -98,7 +102,10 @@ const readPage = `(() => {
 		leader: document.getElementById("leader").dataset.leader || "",
 		leaderText: document.getElementById("leader").textContent,
 		authError: authError.hidden ? "" : authError.textContent,
-		members: q("#members tbody tr[data-node]").map((r) => ({id: r.dataset.node, reachable: r.dataset.reachable, state: r.dataset.state})),
+		members: q("#members tbody tr[data-node]").map((r) => ({id: r.dataset.node, reachable: r.dataset.reachable, state: r.dataset.state,
+			version: r.dataset.version || "", level: r.dataset.level || ""})),
+		clusterLevel: document.getElementById("cluster-level").dataset.level || "",
+		clusterLevelNote: document.getElementById("cluster-level-note").textContent,
 		banners: q("#banners [data-banner]").map((b) => ({id: b.dataset.banner, node: b.dataset.node || "", text: b.textContent})),
 		sequences: q("#sequences tbody tr[data-sequence]").map((r) => ({name: r.dataset.sequence, next: r.dataset.next, rate: r.dataset.rate, text: r.textContent})),
 		holders: q("#namespaces td.holder").map((td) => td.textContent),
@@ -130,9 +137,10 @@ func (s pageState) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "phase=%q refreshes=%d leader=%q auth_error=%q members=[", s.Phase, s.Refreshes, s.Leader, s.AuthError)
 	for _, m := range s.Members {
-		fmt.Fprintf(&b, " %s:%s/%s", m.ID, m.State, m.Reachable)
+		fmt.Fprintf(&b, " %s:%s/%s/%s/level=%s", m.ID, m.State, m.Reachable, m.Version, m.Level)
 	}
-	b.WriteString(" ] banners=[")
+	fmt.Fprintf(&b, " ] cluster_level=%q (%q)", s.ClusterLevel, s.ClusterLevelNote)
+	b.WriteString(" banners=[")
 	for _, x := range s.Banners {
 		fmt.Fprintf(&b, " %s(%s): %q", x.ID, x.Node, x.Text)
 	}
@@ -434,6 +442,83 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 	if got := evalString(page, `sessionStorage.getItem("ticketd.token") + "|" + localStorage.length + "|" + document.cookie`); got != reserveToken+"|0|" {
 		t.Errorf("token storage: got %q, want it in sessionStorage only", got)
 	}
+
+	// Versions and levels: every member runs this binary, so each shows the
+	// same release and level, the cluster's level card says every member
+	// is at it, and there is no upgrading banner.
+	page.waitFor("every member's version and level, the same, and no upgrading banner", 10*time.Second, func(s pageState) error {
+		if s.banner("upgrading", "") {
+			return errors.New("an upgrading banner while every member runs the same binary")
+		}
+		for _, m := range s.Members {
+			if m.Version != s.Members[0].Version || m.Level != s.Members[0].Level {
+				return fmt.Errorf("member %s shows %q level %q, %s shows %q level %q", m.ID, m.Version, m.Level, s.Members[0].ID, s.Members[0].Version, s.Members[0].Level)
+			}
+		}
+		if s.ClusterLevel == "" || !strings.HasPrefix(s.ClusterLevelNote, "every member at ") {
+			return fmt.Errorf("cluster level card %q (%q), want a level and every member at it", s.ClusterLevel, s.ClusterLevelNote)
+		}
+		return nil
+	})
+	// A rolling upgrade halfway: the page is made to read, for one member,
+	// the answer of a binary from before feature levels (no version, no
+	// level: what such a binary sends) and, for the others, a new binary's
+	// in a cluster still at level 1. This test has no older binary to run,
+	// so the page's fetch rewrites the gathered answer; the rest is real.
+	oldID := tc.Running()[0].ID
+	evalString(page, `(() => {
+		const real = window.fetch;
+		window.fetch = async (path, opts) => {
+			const resp = await real(path, opts);
+			if (!String(path).endsWith("/v1/cluster/nodes") || !resp.ok) {
+				return resp;
+			}
+			const body = await resp.json();
+			for (const n of body.nodes) {
+				if (!n.status) continue;
+				if (n.id === `+strconv.Quote(oldID)+`) {
+					delete n.status.version; delete n.status.feature_level; delete n.status.feature; delete n.status.cluster_feature_level;
+				} else {
+					n.status.version = "v9.9.9-new"; n.status.feature_level = 3; n.status.cluster_feature_level = 1;
+				}
+			}
+			window.ticketdRealFetch = real;
+			return new Response(JSON.stringify(body), {status: resp.status, headers: resp.headers});
+		};
+		return "rewriting";
+	})()`)
+	page.waitFor("the upgrading banner naming "+oldID+", its level shown as none and the others' as 3", 10*time.Second, func(s pageState) error {
+		var text string
+		for _, b := range s.Banners {
+			if b.ID == "upgrading" {
+				text = b.Text
+			}
+		}
+		if !strings.Contains(text, oldID+" (an older binary: level 1)") || !strings.Contains(text, "cluster's feature level is 1; members know up to 3") ||
+			!strings.Contains(text, "409 cluster-upgrading") {
+			return fmt.Errorf("upgrading banner %q, want it to name %s as an older binary, the levels 1 and 3 and the 409", text, oldID)
+		}
+		for _, m := range s.Members {
+			want, wantVersion := "3", "v9.9.9-new"
+			if m.ID == oldID {
+				want, wantVersion = "", ""
+			}
+			if m.Level != want || m.Version != wantVersion {
+				return fmt.Errorf("member %s shows %q level %q, want %q level %q", m.ID, m.Version, m.Level, wantVersion, want)
+			}
+		}
+		if s.ClusterLevel != "1" || s.ClusterLevelNote != "of 3: upgrading" {
+			return fmt.Errorf("cluster level card %q (%q), want 1 (of 3: upgrading)", s.ClusterLevel, s.ClusterLevelNote)
+		}
+		return nil
+	})
+	evalString(page, `(() => { window.fetch = window.ticketdRealFetch; return "real"; })()`)
+	page.waitFor("the upgrading banner gone with the real answers", 10*time.Second, func(s pageState) error {
+		if s.banner("upgrading", "") {
+			return errors.New("the upgrading banner stays")
+		}
+		return nil
+	})
 
 	// The leader dies: the page names the new one and shows the old one
 	// unreachable, within a few seconds.

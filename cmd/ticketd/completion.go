@@ -53,7 +53,7 @@ var completionCommands = []completionCommand{
 	{"tls", "make a cluster CA and certificates", []string{"dir", "key-dir", "days", "name", "ca", "ca-key", "ca-key-dir", "node", "client",
 		"dns", "ip", "loopback", "nodes"}},
 	{"completion", "print a shell completion script (bash or zsh)", nil},
-	{"version", "print the version", nil},
+	{"version", "print the release and feature level", []string{"o", "output"}},
 	{"help", "print the usage", nil},
 }
 

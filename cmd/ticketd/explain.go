@@ -171,6 +171,8 @@ func answerHint(e *client.APIError, cmd string) string {
 		return "`ticketd status` lists the members"
 	case api.ProblemExhausted:
 		return "a sequence never gets IDs back: create a new sequence that starts above this one's max and move its clients"
+	case api.ProblemClusterUpgrading:
+		return upgradingHint(e.Problem, cmd)
 	}
 	switch e.StatusCode {
 	case http.StatusUnauthorized:
@@ -183,6 +185,39 @@ func answerHint(e *client.APIError, cmd string) string {
 		return "the cluster is shedding load: try again shortly"
 	}
 	return ""
+}
+
+// upgradingHint explains a cluster-upgrading answer: the feature asked for
+// needs a level some members' binaries do not know yet, so the cluster
+// (which keeps a rolling upgrade safe to go back from until every member
+// has the new binary) does not use it yet.
+func upgradingHint(p api.Problem, cmd string) string {
+	var behind []string
+	for _, m := range p.Behind {
+		switch {
+		case m.LevelReport == "unreachable":
+			behind = append(behind, m.ID+" (unreachable)")
+		case m.FeatureLevel == 0:
+			behind = append(behind, fmt.Sprintf("%s (old binary, level %d)", m.ID, api.BaseFeatureLevel))
+		case m.Version != "":
+			behind = append(behind, fmt.Sprintf("%s (%s, level %d)", m.ID, m.Version, m.FeatureLevel))
+		default:
+			behind = append(behind, fmt.Sprintf("%s (level %d)", m.ID, m.FeatureLevel))
+		}
+	}
+	who := "the members still on an older binary"
+	if len(behind) > 0 {
+		who = strings.Join(behind, ", ")
+	}
+	need := "a newer feature level"
+	if p.NeedFeatureLevel > 0 {
+		need = fmt.Sprintf("feature level %d", p.NeedFeatureLevel)
+		if p.ClusterFeatureLevel > 0 {
+			need += fmt.Sprintf(" and the cluster is at %d", p.ClusterFeatureLevel)
+		}
+	}
+	return "a rolling upgrade is not finished: this needs " + need + ". Finish replacing " + who +
+		" with the new binary, one at a time; once every member reports the level, the leader raises it by itself within seconds and this works" + seeStatus(cmd)
 }
 
 // seeStatus points at `ticketd status` from every command but status itself,

@@ -71,3 +71,34 @@ func TestExplain_NoQuorumAnswer_PointsAtStatusExceptFromStatus(t *testing.T) {
 		}
 	}
 }
+
+// A feature the cluster's level does not have yet: the hint says the
+// upgrade is unfinished, who holds it back, and that the level rises by
+// itself.
+func TestExplain_ClusterUpgrading_NamesTheMembersBehindAndWhatToDo(t *testing.T) {
+	e := &client.APIError{Endpoint: "http://n1:8080", StatusCode: 409, Problem: api.Problem{
+		Type: api.ProblemClusterUpgrading, Title: "cluster upgrading",
+		Detail:           "raise needs feature level 2; the cluster is at 1",
+		NeedFeatureLevel: 2, ClusterFeatureLevel: 1,
+		Behind: []api.Member{
+			{ID: "n3", LevelReport: "no-report"},
+			{ID: "n4", Version: "v0.31.0", FeatureLevel: 1, LevelReport: "reported"},
+			{ID: "n5", LevelReport: "unreachable"},
+		},
+	}}
+	msg, hint := explain(e, "raise")
+	if msg != "cluster upgrading: raise needs feature level 2; the cluster is at 1 (409 from http://n1:8080)" {
+		t.Errorf("message %q", msg)
+	}
+	for _, want := range []string{"feature level 2 and the cluster is at 1", "n3 (old binary, level 1), n4 (v0.31.0, level 1), n5 (unreachable)",
+		"one at a time", "raises it by itself within seconds", "`ticketd status`"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("hint %q: want %q in it", hint, want)
+		}
+	}
+	// Without the fields (a proxy's or an unforeseen answer) the hint still says what to do.
+	_, hint = explain(&client.APIError{Endpoint: "http://n1:8080", StatusCode: 409, Problem: api.Problem{Type: api.ProblemClusterUpgrading}}, "status")
+	if !strings.Contains(hint, "the members still on an older binary") || strings.Contains(hint, "`ticketd status`") {
+		t.Errorf("hint without fields: %q", hint)
+	}
+}

@@ -11,7 +11,7 @@
 //	ticketd restore --in FILE --advance N
 //	ticketd tls ca create | tls cert create --node ID
 //	ticketd completion bash|zsh
-//	ticketd version
+//	ticketd version [-o json]
 //
 // Every flag can also be set as TICKETD_<FLAG> in the environment (for
 // example TICKETD_DATA_DIR); a flag given on the command line wins.
@@ -28,7 +28,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,12 +36,10 @@ import (
 	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/client"
 	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/internal/buildinfo"
 	"github.com/ticketd/ticketd/metrics"
 	"github.com/ticketd/ticketd/server"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 const usage = `ticketd: a Raft-replicated ticket server
 
@@ -66,7 +63,7 @@ usage:
   ticketd tls ca create   [--dir D]              make a cluster CA (certificate + key)
   ticketd tls cert create [--dir D] --node ID [--dns N] [--ip A] | --client NAME
                                                  make a node or client certificate signed by it
-  ticketd version
+  ticketd version   [-o json]                    print the release and the feature level this binary knows
 
 Client commands take --addr URL[,URL...] (env TICKETD_ADDR, default http://127.0.0.1:8080),
 --token-file FILE (default: env TICKETD_TOKEN) and --ca/--cert/--key for HTTPS.
@@ -118,8 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "completion":
 		err = completionCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, versionString())
-		return 0
+		err = versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -148,22 +144,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
-
-func versionString() string {
-	v := version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " (" + s.Value[:12] + ")"
-			}
-		}
-		if faultsBuild {
-			v += " [ticketd_faults: test build with planted bugs]"
-		}
-		return fmt.Sprintf("ticketd %s %s", v, bi.GoVersion)
-	}
-	return "ticketd " + v
-}
 
 // parse parses flags, then fills every flag not given on the command line
 // from TICKETD_<NAME> in the environment.
@@ -271,11 +251,11 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.HTTPAddr = *httpAddr
 	cfg.HTTPAdvertise = *httpAdv
 	cfg.RESPAddr = *respAddr
-	cfg.Version = version
+	cfg.Version = buildinfo.Version()
 	cfg.Logger = log
 	cfg.Pprof = *pprofOn
 	cfg.MaxReadyLag = *maxReadyLag
-	cfg.Metrics = metrics.New(version)
+	cfg.Metrics = metrics.New(buildinfo.Version())
 	if err := applyFaults(*unsafeFaults, &cfg); err != nil {
 		return usageError{err.Error()}
 	}

@@ -9,9 +9,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/ from this run's output")
@@ -26,21 +29,28 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // volatile matches the JSON values that differ from run to run (ports,
-// terms, indexes, clocks, disk sizes, who leads), so that what is left of
+// terms, indexes, clocks, disk sizes, who leads, which build), so that what is left of
 // an output (its fields, their order, indentation and the stable values)
 // can be compared byte for byte with a golden file.
 var volatile = []*regexp.Regexp{
-	regexp.MustCompile(`("(?:node|state|leader|term|commit_index|applied_index|raft_addr|http_addr|api|last_contact_ms|free_bytes|log_bytes|snapshot_bytes|lag_entries|years_left|granted_ms|expires_ms|time_ms|index|token)": )("[^"]*"|[-0-9.e+]+)`),
+	regexp.MustCompile(`("(?:node|state|leader|term|commit_index|applied_index|raft_addr|http_addr|api|last_contact_ms|free_bytes|log_bytes|snapshot_bytes|lag_entries|years_left|granted_ms|expires_ms|time_ms|index|token|version|go_version)": )("[^"]*"|[-0-9.e+]+)`),
 }
 
-var leaderChanges = regexp.MustCompile(`(?s)"leader_changes": \[.*?\n    \]`)
+// leaderChanges is the top-level array of leadership changes (it closes at
+// the top level's indentation).
+var leaderChanges = regexp.MustCompile(`(?s)"leader_changes": \[.*?\n  \]`)
+
+// memberProbe is what the leader's level probe learned of a member: only
+// the leader shows it (a follower answers without), and which node answers
+// the command varies.
+var memberProbe = regexp.MustCompile(`,\n\s*"version": <volatile>,\n\s*"feature_level": \d+,\n\s*"level_report": "[a-z-]+"`)
 
 func normalize(s string) string {
 	s = leaderChanges.ReplaceAllString(s, `"leader_changes": [<volatile>]`)
 	for _, re := range volatile {
 		s = re.ReplaceAllString(s, `${1}<volatile>`)
 	}
-	return s
+	return memberProbe.ReplaceAllString(s, "")
 }
 
 // checkGolden compares got with testdata/name, or writes it there with -update.
@@ -80,6 +90,18 @@ func outputCluster(t *testing.T) (tc *testcluster.Cluster, addr string) {
 	if _, code, err := testcluster.Reserve(leader, "orders", 5); err != nil || code != http.StatusOK {
 		t.Fatalf("reserve: %d %v", code, err)
 	}
+	// The leader raises the cluster's feature level once it has heard
+	// every member's: wait for every member to have applied it, so that
+	// what the outputs show of it does not depend on timing.
+	testkit.Eventually(t, 15*time.Second, 50*time.Millisecond, "every member at the cluster feature level of this binary", func() bool {
+		for _, u := range tc.URLs() {
+			var st api.ClusterStatus
+			if code, err := tc.Do(http.MethodGet, u+"/v1/cluster", nil, &st); err != nil || code != http.StatusOK || st.ClusterFeatureLevel != int(fsm.CurrentLevel) {
+				return false
+			}
+		}
+		return true
+	})
 	return tc, "--addr=" + strings.Join(tc.URLs(), ",")
 }
 

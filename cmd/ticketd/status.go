@@ -46,15 +46,19 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 	}{st, capLeft, nodeViews(ctx, co, st)})
 }
 
-// nodeView is one member as it sees itself: readiness, lag and storage.
+// nodeView is one member as it sees itself: readiness, lag and storage,
+// its release and the feature level its binary knows (both absent from a
+// binary older than feature levels, which counts as the base level).
 type nodeView struct {
-	ID         string           `json:"id"`
-	API        string           `json:"api,omitempty"`
-	State      string           `json:"state,omitempty"`
-	Ready      bool             `json:"ready"`
-	NotReady   string           `json:"not_ready,omitempty"`
-	LagEntries uint64           `json:"lag_entries"`
-	Storage    *api.NodeStorage `json:"storage,omitempty"`
+	ID           string           `json:"id"`
+	API          string           `json:"api,omitempty"`
+	Version      string           `json:"version,omitempty"`
+	FeatureLevel int              `json:"feature_level,omitempty"`
+	State        string           `json:"state,omitempty"`
+	Ready        bool             `json:"ready"`
+	NotReady     string           `json:"not_ready,omitempty"`
+	LagEntries   uint64           `json:"lag_entries"`
+	Storage      *api.NodeStorage `json:"storage,omitempty"`
 	// Error is why this member could not be asked.
 	Error string `json:"error,omitempty"`
 }
@@ -99,6 +103,7 @@ func nodeViews(ctx context.Context, co *clientOpts, st api.ClusterStatus) []node
 				return
 			}
 			v.State, v.Ready, v.NotReady, v.LagEntries, v.Storage = ns.State, ns.Ready, ns.NotReady, ns.LagEntries, &ns.Storage
+			v.Version, v.FeatureLevel = ns.Version, ns.FeatureLevel
 		}(&views[i])
 	}
 	wg.Wait()

@@ -13,9 +13,9 @@ import (
 // statusTable prints the cluster for people: one row per member, as each
 // member sees itself (gathered by one node with GET /v1/cluster/nodes, so a
 // member this machine cannot reach directly is still asked), a member that
-// did not answer with why, then the capacity left.
-//
-// No column shows a member's version: GET /v1/cluster does not report one.
+// did not answer with why, then the capacity left. Each member's release
+// and feature level are its own answer's; the line under the summary says
+// the cluster's level (levelSummary).
 func statusTable(co *clientOpts, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *co.timeout)
 	defer cancel()
@@ -40,18 +40,18 @@ func statusTable(co *clientOpts, w io.Writer) error {
 
 func writeStatusTable(w io.Writer, nodes api.NodesStatus, capLeft capacity) error {
 	var b strings.Builder
-	b.WriteString(clusterSummary(nodes) + "\n\n")
-	t := newTable(left("MEMBER"), left("API"), left("VOTER"), left("STATE"), left("READY"),
+	b.WriteString(clusterSummary(nodes) + "\n" + levelSummary(nodes) + "\n\n")
+	t := newTable(left("MEMBER"), left("API"), left("VOTER"), left("VERSION"), right("LEVEL"), left("STATE"), left("READY"),
 		right("TERM"), right("COMMIT"), right("APPLIED"), right("LAG"), right("LAST CONTACT"),
 		left("STORAGE"), right("FREE"), right("LOG"), right("SNAPSHOTS"), left("PROBLEM"))
 	for _, n := range nodes.Nodes {
 		st := n.Status
 		if st == nil {
-			t.row(n.ID, orDash(n.HTTPAddr), cellBool(n.Voter), "unreachable", "-",
+			t.row(n.ID, orDash(n.HTTPAddr), cellBool(n.Voter), "-", "-", "unreachable", "-",
 				"-", "-", "-", "-", "-", "-", "-", "-", "-", n.Error)
 			continue
 		}
-		t.row(n.ID, orDash(n.HTTPAddr), cellBool(n.Voter), st.State, cellBool(st.Ready),
+		t.row(n.ID, orDash(n.HTTPAddr), cellBool(n.Voter), cellVersion(st), cellLevel(st), st.State, cellBool(st.Ready),
 			cellUint(st.Term), cellUint(st.CommitIndex), cellUint(st.AppliedIndex), cellUint(st.LagEntries),
 			lastContact(*st), storageState(st.Storage), cellBytes(st.Storage.FreeBytes),
 			cellBytes(st.Storage.LogBytes), cellBytes(st.Storage.SnapshotBytes), memberProblem(*st))

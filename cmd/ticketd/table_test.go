@@ -106,14 +106,27 @@ invoices  1000       1000  100.0%   0/s   1000  1999
 	var out string
 	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "every member ready in the status table", func() bool {
 		out = mustRun(t, "status", addr)
-		return strings.Count(out, "  yes    Follower  yes  ")+strings.Count(out, "  yes    Leader    yes  ") == 3
+		sec := sections(out)
+		if len(sec) < 2 {
+			return false
+		}
+		_, rows := tableRows(t, sec[1])
+		ready := 0
+		for _, r := range rows {
+			if r["READY"] == "yes" && (r["STATE"] == "Leader" || r["STATE"] == "Follower") {
+				ready++
+			}
+		}
+		return ready == 3
 	})
 	sec := sections(out)
-	if len(sec) != 4 || !regexp.MustCompile(`^cluster as n\d sees it: leader n\d, term [1-9]\d*; 3 of 3 members answered; Raft TLS off, API TLS off$`).MatchString(sec[0]) {
-		t.Fatalf("status: want a summary line, members, sequences and namespaces; got:\n%s", out)
+	summary := regexp.MustCompile(`^cluster as n\d sees it: leader n\d, term [1-9]\d*; 3 of 3 members answered; Raft TLS off, API TLS off\n` +
+		`cluster feature level ([1-9]) \(every node at ([1-9])\)$`).FindStringSubmatch(sec[0])
+	if len(sec) != 4 || summary == nil || summary[1] != summary[2] {
+		t.Fatalf("status: want the summary and level lines, members, sequences and namespaces; got:\n%s", out)
 	}
 	headers, rows := tableRows(t, sec[1])
-	wantHeaders := "MEMBER API VOTER STATE READY TERM COMMIT APPLIED LAG LAST CONTACT STORAGE FREE LOG SNAPSHOTS PROBLEM"
+	wantHeaders := "MEMBER API VOTER VERSION LEVEL STATE READY TERM COMMIT APPLIED LAG LAST CONTACT STORAGE FREE LOG SNAPSHOTS PROBLEM"
 	if strings.Join(headers, " ") != wantHeaders || len(rows) != 3 {
 		t.Fatalf("status members: headers %q, %d rows; want %q and 3 rows", headers, len(rows), wantHeaders)
 	}
@@ -123,6 +136,14 @@ invoices  1000       1000  100.0%   0/s   1000  1999
 		if r["MEMBER"] != id || r["API"] != tc.Node(id).HTTPAddr || r["VOTER"] != "yes" || r["READY"] != "yes" ||
 			r["STORAGE"] != "ok" || r["TERM"] != term || r["PROBLEM"] != "" || !strings.HasSuffix(r["FREE"], "iB") {
 			t.Errorf("status row %d: %v", i, r)
+		}
+		// Every member runs this binary: the same release and level, and
+		// the level the line above says every node is at ("-", a binary
+		// that reports none, counts as 1).
+		if r["VERSION"] != rows[0]["VERSION"] || r["LEVEL"] != rows[0]["LEVEL"] ||
+			!(r["LEVEL"] == summary[2] || r["LEVEL"] == "-" && summary[2] == "1") {
+			t.Errorf("status row %d: version %q level %q; want those of n1 (%q, %q) and the level line's %s",
+				i, r["VERSION"], r["LEVEL"], rows[0]["VERSION"], rows[0]["LEVEL"], summary[2])
 		}
 		for _, col := range []string{"TERM", "COMMIT", "APPLIED", "LAG"} {
 			if _, err := strconv.ParseUint(r[col], 10, 64); err != nil {

@@ -125,6 +125,27 @@ func (e LeaseState) Valid() bool {
 	}
 }
 
+// Defines values for MemberLevelReport.
+const (
+	NoReport    MemberLevelReport = "no-report"
+	Reported    MemberLevelReport = "reported"
+	Unreachable MemberLevelReport = "unreachable"
+)
+
+// Valid indicates whether the value is a known member of the MemberLevelReport enum.
+func (e MemberLevelReport) Valid() bool {
+	switch e {
+	case NoReport:
+		return true
+	case Reported:
+		return true
+	case Unreachable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NamespaceWorkerRole.
 const (
 	NamespaceWorkerRoleShard  NamespaceWorkerRole = "shard"
@@ -338,6 +359,72 @@ func (e ConflictType) Valid() bool {
 	}
 }
 
+// Defines values for ConflictOrUpgradingStatus.
+const (
+	ConflictOrUpgradingStatusN409 ConflictOrUpgradingStatus = 409
+)
+
+// Valid indicates whether the value is a known member of the ConflictOrUpgradingStatus enum.
+func (e ConflictOrUpgradingStatus) Valid() bool {
+	switch e {
+	case ConflictOrUpgradingStatusN409:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConflictOrUpgradingType.
+const (
+	ConflictOrUpgradingTypeUrnTicketdProblemClusterUpgrading ConflictOrUpgradingType = "urn:ticketd:problem:cluster-upgrading"
+	ConflictOrUpgradingTypeUrnTicketdProblemConflict         ConflictOrUpgradingType = "urn:ticketd:problem:conflict"
+)
+
+// Valid indicates whether the value is a known member of the ConflictOrUpgradingType enum.
+func (e ConflictOrUpgradingType) Valid() bool {
+	switch e {
+	case ConflictOrUpgradingTypeUrnTicketdProblemClusterUpgrading:
+		return true
+	case ConflictOrUpgradingTypeUrnTicketdProblemConflict:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExhaustedOrUpgradingStatus.
+const (
+	ExhaustedOrUpgradingStatusN409 ExhaustedOrUpgradingStatus = 409
+)
+
+// Valid indicates whether the value is a known member of the ExhaustedOrUpgradingStatus enum.
+func (e ExhaustedOrUpgradingStatus) Valid() bool {
+	switch e {
+	case ExhaustedOrUpgradingStatusN409:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExhaustedOrUpgradingType.
+const (
+	ExhaustedOrUpgradingTypeUrnTicketdProblemClusterUpgrading  ExhaustedOrUpgradingType = "urn:ticketd:problem:cluster-upgrading"
+	ExhaustedOrUpgradingTypeUrnTicketdProblemSequenceExhausted ExhaustedOrUpgradingType = "urn:ticketd:problem:sequence-exhausted"
+)
+
+// Valid indicates whether the value is a known member of the ExhaustedOrUpgradingType enum.
+func (e ExhaustedOrUpgradingType) Valid() bool {
+	switch e {
+	case ExhaustedOrUpgradingTypeUrnTicketdProblemClusterUpgrading:
+		return true
+	case ExhaustedOrUpgradingTypeUrnTicketdProblemSequenceExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ForbiddenStatus.
 const (
 	ForbiddenStatusN403 ForbiddenStatus = 403
@@ -505,6 +592,7 @@ func (e NoWorkerFreeStatus) Valid() bool {
 
 // Defines values for NoWorkerFreeType.
 const (
+	NoWorkerFreeTypeUrnTicketdProblemClusterUpgrading  NoWorkerFreeType = "urn:ticketd:problem:cluster-upgrading"
 	NoWorkerFreeTypeUrnTicketdProblemNoWorkerFree      NoWorkerFreeType = "urn:ticketd:problem:no-worker-free"
 	NoWorkerFreeTypeUrnTicketdProblemWorkerUnavailable NoWorkerFreeType = "urn:ticketd:problem:worker-unavailable"
 )
@@ -512,6 +600,8 @@ const (
 // Valid indicates whether the value is a known member of the NoWorkerFreeType enum.
 func (e NoWorkerFreeType) Valid() bool {
 	switch e {
+	case NoWorkerFreeTypeUrnTicketdProblemClusterUpgrading:
+		return true
 	case NoWorkerFreeTypeUrnTicketdProblemNoWorkerFree:
 		return true
 	case NoWorkerFreeTypeUrnTicketdProblemWorkerUnavailable:
@@ -1348,12 +1438,15 @@ func (e JoinMember409ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool 
 
 // Defines values for JoinMember409ApplicationProblemPlusJSONResponseBodyType.
 const (
-	JoinMember409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict JoinMember409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:conflict"
+	JoinMember409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading JoinMember409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:cluster-upgrading"
+	JoinMember409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict         JoinMember409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:conflict"
 )
 
 // Valid indicates whether the value is a known member of the JoinMember409ApplicationProblemPlusJSONResponseBodyType enum.
 func (e JoinMember409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
+	case JoinMember409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading:
+		return true
 	case JoinMember409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict:
 		return true
 	default:
@@ -2818,12 +2911,15 @@ func (e CreateNamespace409ApplicationProblemPlusJSONResponseBodyStatus) Valid() 
 
 // Defines values for CreateNamespace409ApplicationProblemPlusJSONResponseBodyType.
 const (
-	CreateNamespace409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict CreateNamespace409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:conflict"
+	CreateNamespace409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading CreateNamespace409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:cluster-upgrading"
+	CreateNamespace409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict         CreateNamespace409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:conflict"
 )
 
 // Valid indicates whether the value is a known member of the CreateNamespace409ApplicationProblemPlusJSONResponseBodyType enum.
 func (e CreateNamespace409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
+	case CreateNamespace409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading:
+		return true
 	case CreateNamespace409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict:
 		return true
 	default:
@@ -3208,6 +3304,7 @@ func (e AcquireLease409ApplicationProblemPlusJSONResponseBodyStatus) Valid() boo
 
 // Defines values for AcquireLease409ApplicationProblemPlusJSONResponseBodyType.
 const (
+	AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading  AcquireLease409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:cluster-upgrading"
 	AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerFree      AcquireLease409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:no-worker-free"
 	AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemWorkerUnavailable AcquireLease409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:worker-unavailable"
 )
@@ -3215,6 +3312,8 @@ const (
 // Valid indicates whether the value is a known member of the AcquireLease409ApplicationProblemPlusJSONResponseBodyType enum.
 func (e AcquireLease409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
+	case AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading:
+		return true
 	case AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerFree:
 		return true
 	case AcquireLease409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemWorkerUnavailable:
@@ -4111,12 +4210,15 @@ func (e RestoreBackup409ApplicationProblemPlusJSONResponseBodyStatus) Valid() bo
 
 // Defines values for RestoreBackup409ApplicationProblemPlusJSONResponseBodyType.
 const (
-	RestoreBackup409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict RestoreBackup409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:conflict"
+	RestoreBackup409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading RestoreBackup409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:cluster-upgrading"
+	RestoreBackup409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict         RestoreBackup409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:conflict"
 )
 
 // Valid indicates whether the value is a known member of the RestoreBackup409ApplicationProblemPlusJSONResponseBodyType enum.
 func (e RestoreBackup409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
+	case RestoreBackup409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading:
+		return true
 	case RestoreBackup409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemConflict:
 		return true
 	default:
@@ -4891,12 +4993,15 @@ func (e RaiseSequence409ApplicationProblemPlusJSONResponseBodyStatus) Valid() bo
 
 // Defines values for RaiseSequence409ApplicationProblemPlusJSONResponseBodyType.
 const (
+	RaiseSequence409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading  RaiseSequence409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:cluster-upgrading"
 	RaiseSequence409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemSequenceExhausted RaiseSequence409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:sequence-exhausted"
 )
 
 // Valid indicates whether the value is a known member of the RaiseSequence409ApplicationProblemPlusJSONResponseBodyType enum.
 func (e RaiseSequence409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
+	case RaiseSequence409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClusterUpgrading:
+		return true
 	case RaiseSequence409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemSequenceExhausted:
 		return true
 	default:
@@ -5303,7 +5408,16 @@ type ClusterStatus struct {
 	// ApiTls Whether this request was answered over HTTPS.
 	ApiTls       bool   `json:"api_tls"`
 	AppliedIndex uint64 `json:"applied_index"`
-	CommitIndex  uint64 `json:"commit_index"`
+
+	// ClusterFeatureLevel The feature level the cluster has decided through its log, as this node has applied it: what every node may use. The leader raises it once every member reports that it knows the next level. While a member's `feature_level` is above it, the cluster is upgrading.
+	ClusterFeatureLevel *int   `json:"cluster_feature_level,omitempty"`
+	CommitIndex         uint64 `json:"commit_index"`
+
+	// Feature A feature level: what a binary of that level knows.
+	Feature *FeatureLevel `json:"feature,omitempty"`
+
+	// FeatureLevel The highest feature level this node's binary knows (`feature` describes it). Absent from an older binary, which counts as level 1.
+	FeatureLevel *int `json:"feature_level,omitempty"`
 
 	// LagEntries How many committed entries this node has yet to apply.
 	LagEntries uint64 `json:"lag_entries"`
@@ -5336,6 +5450,11 @@ type ClusterStatus struct {
 	// Storage The state of a node's data directory: whether its latest write to the Raft log succeeded and, while writes fail, how and for how long; and the sizes (-1 where a size cannot be read).
 	Storage NodeStorage `json:"storage"`
 	Term    uint64      `json:"term"`
+
+	// Version This node's release (git describe of its build). Absent from a binary older than feature levels.
+	//
+	// Examples: v0.31.0
+	Version *string `json:"version,omitempty"`
 }
 
 // ClusterStatusState Its Raft state.
@@ -5350,6 +5469,17 @@ type CreateSequenceRequest struct {
 	Start *int64 `json:"start,omitempty"`
 }
 
+// FeatureLevel A feature level: what a binary of that level knows.
+type FeatureLevel struct {
+	Level int `json:"level"`
+
+	// MaxEntryType The highest log entry type it knows.
+	MaxEntryType int `json:"max_entry_type"`
+
+	// SnapshotFormat The highest snapshot format it reads.
+	SnapshotFormat int `json:"snapshot_format"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	// Node The answering node's ID.
@@ -5362,6 +5492,9 @@ type HealthStatus string
 
 // JoinRequest defines model for JoinRequest.
 type JoinRequest struct {
+	// FeatureLevel The highest feature level the joining node's binary knows. Without it the node counts as level 1, and the leader refuses it once the cluster's level is above that.
+	FeatureLevel *int `json:"feature_level,omitempty"`
+
 	// HttpAddr host:port of its API, as the other nodes reach it.
 	HttpAddr string `json:"http_addr"`
 
@@ -5370,6 +5503,9 @@ type JoinRequest struct {
 
 	// RaftAddr host:port of its Raft port, as the other nodes dial it (port 1-65535).
 	RaftAddr string `json:"raft_addr"`
+
+	// Version The joining node's release.
+	Version *string `json:"version,omitempty"`
 }
 
 // LeaderChange From `term` on, `leader` led (empty when the node knew no leader). `at` is the node's wall clock, for people to read: nothing in ticketd decides by it.
@@ -5446,14 +5582,28 @@ type LeaseTokenRequest struct {
 
 // Member defines model for Member.
 type Member struct {
+	// FeatureLevel The highest feature level the member's binary knows, as it last reported it. Absent while not known, and for a binary older than feature levels (which counts as level 1).
+	FeatureLevel *int `json:"feature_level,omitempty"`
+
 	// HttpAddr host:port of its API; absent until the node has registered it.
 	HttpAddr *string `json:"http_addr,omitempty"`
 	Id       string  `json:"id"`
 
+	// LevelReport What the level probe learned: `reported`, `no-report` (an older binary: counts as level 1) or `unreachable`; absent when this node has not probed it.
+	LevelReport *MemberLevelReport `json:"level_report,omitempty"`
+
 	// RaftAddr host:port of its Raft port.
 	RaftAddr string `json:"raft_addr"`
-	Voter    bool   `json:"voter"`
+
+	// Version The member's release (git describe of its build), as it last reported it to the answering node's level probe. Only the leader probes every member: on a follower this is absent (each node's own is in its `ClusterStatus`, which `GET /v1/cluster/nodes` gathers). Absent while not known.
+	//
+	// Examples: v0.31.0
+	Version *string `json:"version,omitempty"`
+	Voter   bool    `json:"voter"`
 }
+
+// MemberLevelReport What the level probe learned: `reported`, `no-report` (an older binary: counts as level 1) or `unreachable`; absent when this node has not probed it.
+type MemberLevelReport string
 
 // Name A sequence or namespace name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.
 //
@@ -5582,6 +5732,12 @@ type NodesStatus struct {
 
 // Problem An RFC 9457 problem details document.
 type Problem struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5597,6 +5753,9 @@ type Problem struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
 	// Examples: held
@@ -5606,7 +5765,7 @@ type Problem struct {
 	Status int    `json:"status"`
 	Title  string `json:"title"`
 
-	// Type A stable identifier to switch on: `urn:ticketd:problem:` and one of bad-request, sequence-not-found, sequence-exhausted, conflict, body-too-large, unavailable, member-not-found, internal, route-not-found, method-not-allowed, unsupported-media-type, unauthorized, forbidden, too-many-requests, namespace-not-found, no-worker-free, lease-lost, worker-unavailable.
+	// Type A stable identifier to switch on: `urn:ticketd:problem:` and one of bad-request, sequence-not-found, sequence-exhausted, conflict, body-too-large, unavailable, member-not-found, internal, route-not-found, method-not-allowed, unsupported-media-type, unauthorized, forbidden, too-many-requests, namespace-not-found, no-worker-free, lease-lost, worker-unavailable, cluster-upgrading.
 	Type string `json:"type"`
 
 	// WorkerId `worker-unavailable` only: the worker id the request chose.
@@ -5722,6 +5881,12 @@ type SnowflakeInspectionWorkerRole string
 
 // UnavailableProblem defines model for UnavailableProblem.
 type UnavailableProblem struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5736,6 +5901,9 @@ type UnavailableProblem struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5781,6 +5949,12 @@ type WorkerID = int64
 
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5795,6 +5969,9 @@ type BadRequest struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5816,6 +5993,12 @@ type BadRequestType string
 
 // BodyTooLarge defines model for BodyTooLarge.
 type BodyTooLarge struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5830,6 +6013,9 @@ type BodyTooLarge struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5851,6 +6037,12 @@ type BodyTooLargeType string
 
 // Conflict defines model for Conflict.
 type Conflict struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5865,6 +6057,9 @@ type Conflict struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5884,8 +6079,14 @@ type ConflictStatus int
 // ConflictType defines model for Conflict.Type.
 type ConflictType string
 
-// Forbidden defines model for Forbidden.
-type Forbidden struct {
+// ConflictOrUpgrading defines model for ConflictOrUpgrading.
+type ConflictOrUpgrading struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5900,6 +6101,97 @@ type Forbidden struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                   `json:"state,omitempty"`
+	Status ConflictOrUpgradingStatus `json:"status"`
+	Title  string                    `json:"title"`
+	Type   ConflictOrUpgradingType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
+}
+
+// ConflictOrUpgradingStatus defines model for ConflictOrUpgrading.Status.
+type ConflictOrUpgradingStatus int
+
+// ConflictOrUpgradingType defines model for ConflictOrUpgrading.Type.
+type ConflictOrUpgradingType string
+
+// ExhaustedOrUpgrading defines model for ExhaustedOrUpgrading.
+type ExhaustedOrUpgrading struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
+	// Detail What went wrong, in words: the field or value at fault.
+	Detail *string `json:"detail,omitempty"`
+
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
+	// Leader The leader's node ID, when the answering node knows it (503 answers).
+	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                    `json:"state,omitempty"`
+	Status ExhaustedOrUpgradingStatus `json:"status"`
+	Title  string                     `json:"title"`
+	Type   ExhaustedOrUpgradingType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
+}
+
+// ExhaustedOrUpgradingStatus defines model for ExhaustedOrUpgrading.Status.
+type ExhaustedOrUpgradingStatus int
+
+// ExhaustedOrUpgradingType defines model for ExhaustedOrUpgrading.Type.
+type ExhaustedOrUpgradingType string
+
+// Forbidden defines model for Forbidden.
+type Forbidden struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
+	// Detail What went wrong, in words: the field or value at fault.
+	Detail *string `json:"detail,omitempty"`
+
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
+	// Leader The leader's node ID, when the answering node knows it (503 answers).
+	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5921,6 +6213,12 @@ type ForbiddenType string
 
 // Internal defines model for Internal.
 type Internal struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5935,6 +6233,9 @@ type Internal struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5956,6 +6257,12 @@ type InternalType string
 
 // LeaseLost defines model for LeaseLost.
 type LeaseLost struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -5970,6 +6277,9 @@ type LeaseLost struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5991,6 +6301,12 @@ type LeaseLostType string
 
 // MemberNotFound defines model for MemberNotFound.
 type MemberNotFound struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6005,6 +6321,9 @@ type MemberNotFound struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6026,6 +6345,12 @@ type MemberNotFoundType string
 
 // NamespaceNotFound defines model for NamespaceNotFound.
 type NamespaceNotFound struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6040,6 +6365,9 @@ type NamespaceNotFound struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6061,6 +6389,12 @@ type NamespaceNotFoundType string
 
 // NoWorkerFree defines model for NoWorkerFree.
 type NoWorkerFree struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6075,6 +6409,9 @@ type NoWorkerFree struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6096,6 +6433,12 @@ type NoWorkerFreeType string
 
 // SequenceExhausted defines model for SequenceExhausted.
 type SequenceExhausted struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6110,6 +6453,9 @@ type SequenceExhausted struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6131,6 +6477,12 @@ type SequenceExhaustedType string
 
 // SequenceNotFound defines model for SequenceNotFound.
 type SequenceNotFound struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6145,6 +6497,9 @@ type SequenceNotFound struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6166,6 +6521,12 @@ type SequenceNotFoundType string
 
 // TooManyRequests defines model for TooManyRequests.
 type TooManyRequests struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6180,6 +6541,9 @@ type TooManyRequests struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6201,6 +6565,12 @@ type TooManyRequestsType string
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
 	// Detail What went wrong, in words: the field or value at fault.
 	Detail *string `json:"detail,omitempty"`
 
@@ -6215,6 +6585,9 @@ type Unauthorized struct {
 
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -10920,7 +11293,7 @@ type JoinMemberResponse struct {
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
+	ApplicationproblemJSON409 *ConflictOrUpgrading
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -10970,7 +11343,7 @@ func (r JoinMemberResponse) GetApplicationproblemJSON403() *Forbidden {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r JoinMemberResponse) GetApplicationproblemJSON409() *Conflict {
+func (r JoinMemberResponse) GetApplicationproblemJSON409() *ConflictOrUpgrading {
 	return r.ApplicationproblemJSON409
 }
 
@@ -12223,7 +12596,7 @@ type CreateNamespaceResponse struct {
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
+	ApplicationproblemJSON409 *ConflictOrUpgrading
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -12280,7 +12653,7 @@ func (r CreateNamespaceResponse) GetApplicationproblemJSON403() *Forbidden {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CreateNamespaceResponse) GetApplicationproblemJSON409() *Conflict {
+func (r CreateNamespaceResponse) GetApplicationproblemJSON409() *ConflictOrUpgrading {
 	return r.ApplicationproblemJSON409
 }
 
@@ -13257,7 +13630,7 @@ type RestoreBackupResponse struct {
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
+	ApplicationproblemJSON409 *ConflictOrUpgrading
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13302,7 +13675,7 @@ func (r RestoreBackupResponse) GetApplicationproblemJSON403() *Forbidden {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r RestoreBackupResponse) GetApplicationproblemJSON409() *Conflict {
+func (r RestoreBackupResponse) GetApplicationproblemJSON409() *ConflictOrUpgrading {
 	return r.ApplicationproblemJSON409
 }
 
@@ -13906,7 +14279,7 @@ type RaiseSequenceResponse struct {
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *SequenceNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *SequenceExhausted
+	ApplicationproblemJSON409 *ExhaustedOrUpgrading
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13963,7 +14336,7 @@ func (r RaiseSequenceResponse) GetApplicationproblemJSON404() *SequenceNotFound 
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r RaiseSequenceResponse) GetApplicationproblemJSON409() *SequenceExhausted {
+func (r RaiseSequenceResponse) GetApplicationproblemJSON409() *ExhaustedOrUpgrading {
 	return r.ApplicationproblemJSON409
 }
 
@@ -15876,7 +16249,7 @@ func ParseJoinMemberResponse(rsp *http.Response) (*JoinMemberResponse, error) {
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest ConflictOrUpgrading
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17667,7 +18040,7 @@ func ParseCreateNamespaceResponse(rsp *http.Response) (*CreateNamespaceResponse,
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest ConflictOrUpgrading
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19132,7 +19505,7 @@ func ParseRestoreBackupResponse(rsp *http.Response) (*RestoreBackupResponse, err
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest ConflictOrUpgrading
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20043,7 +20416,7 @@ func ParseRaiseSequenceResponse(rsp *http.Response) (*RaiseSequenceResponse, err
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest SequenceExhausted
+		var dest ExhaustedOrUpgrading
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

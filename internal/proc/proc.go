@@ -14,6 +14,7 @@
 package proc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -229,6 +230,13 @@ func Build(ctx context.Context, root, out string, tags ...string) error {
 	args := []string{"build", "-o", out}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	// The release, as scripts/version-ldflags.sh stamps it: git describe of
+	// the checkout, when it is one. (The linker ignores -X for a variable an
+	// older commit does not have.)
+	describe := exec.CommandContext(ctx, "git", "-C", root, "describe", "--tags", "--always", "--dirty")
+	if v, err := describe.Output(); err == nil && len(bytes.TrimSpace(v)) > 0 {
+		args = append(args, "-ldflags", "-X github.com/ticketd/ticketd/internal/buildinfo.version="+string(bytes.TrimSpace(v)))
 	}
 	args = append(args, "./cmd/ticketd")
 	cmd := exec.CommandContext(ctx, "go", args...)

@@ -27,6 +27,9 @@
   const RATE_WINDOW_MS = 10 * 1000;
   const CHART_GAP_MS = 5000; // readings further apart than this leave a gap in a line
   const TOKEN_KEY = "ticketd.token";
+  // A member whose answer has no feature_level runs a binary from before
+  // feature levels: it counts as this level, as the leader counts it.
+  const BASE_FEATURE_LEVEL = 1;
 
   // ---- JSON with exact 64-bit integers ----
 
@@ -590,8 +593,60 @@
         });
       }
     }
+    const level = levelView(reachable);
+    if (level && level.upgrading) {
+      banners.push({ kind: "warn", id: "upgrading", text: upgradingText(level) });
+    }
     const others = nodes.filter((n) => n.id !== self && n.http_addr).map((n) => ({ text: n.id, href: memberURL(n.http_addr) })).filter((l) => l.href);
-    return { self, nodes, leader, reachable, voters, votersUp, banners, others, changes: mergeChanges(reachable) };
+    return { self, nodes, leader, reachable, voters, votersUp, banners, others, level, changes: mergeChanges(reachable) };
+  }
+
+  // memberLevel is the feature level a member's binary knows, as it answers
+  // it, or BASE_FEATURE_LEVEL for an older binary that answers none.
+  function memberLevel(st) {
+    const l = Number(st.feature_level);
+    return Number.isInteger(l) && l > 0 ? l : BASE_FEATURE_LEVEL;
+  }
+
+  // levelView is the cluster's feature level as the members that answer
+  // show it: the cluster's own (the highest any of them has applied, since
+  // the level only rises and a member that lags has not applied it yet),
+  // the highest a member's binary knows, and the members behind that. The
+  // cluster is upgrading while its level is below the highest: some member
+  // still runs an older binary, or the leader has yet to raise the level.
+  function levelView(reachable) {
+    if (reachable.length === 0) {
+      return null;
+    }
+    let cluster = 0;
+    let highest = 0;
+    for (const n of reachable) {
+      const c = Number(n.status.cluster_feature_level);
+      cluster = Math.max(cluster, Number.isInteger(c) && c > 0 ? c : 0);
+      highest = Math.max(highest, memberLevel(n.status));
+    }
+    cluster = cluster || BASE_FEATURE_LEVEL;
+    const behind = reachable.filter((n) => memberLevel(n.status) < highest);
+    return { cluster, highest, behind, upgrading: behind.length > 0 || cluster < highest };
+  }
+
+  function behindText(n) {
+    const st = n.status;
+    if (!(Number(st.feature_level) > 0)) {
+      return n.id + " (an older binary: level " + BASE_FEATURE_LEVEL + ")";
+    }
+    return n.id + " (" + (st.version ? String(st.version) + ", " : "") + "level " + memberLevel(st) + ")";
+  }
+
+  function upgradingText(l) {
+    if (l.behind.length === 0) {
+      return "Upgrading: every member that answers knows feature level " + l.highest + "; the leader raises the cluster's level from " +
+        l.cluster + " to it within seconds.";
+    }
+    return "Upgrading: the cluster's feature level is " + l.cluster + "; members know up to " + l.highest + ". Still on an older binary: " +
+      l.behind.map(behindText).join(", ") + ". Until every member runs the new one, raising a sequence, choosing a worker id and shard " +
+      "namespaces answer 409 cluster-upgrading (grouped blocks fall back by themselves), and any member can go back to its older binary. " +
+      "Replace them one at a time; the level rises by itself within seconds of the last.";
   }
 
   // unreachableWhy is the gathering node's reason, without the word the
@@ -665,6 +720,12 @@
     up.textContent = v.reachable.length + " of " + v.nodes.length;
     up.classList.toggle("bad", v.reachable.length < v.nodes.length);
     setText("members-note", v.votersUp.length >= Math.floor(v.voters.length / 2) + 1 ? "a majority of voters answers" : "no majority of voters answers");
+    const lvl = $("cluster-level");
+    lvl.dataset.level = v.level ? String(v.level.cluster) : "";
+    lvl.textContent = v.level ? String(v.level.cluster) : "—";
+    lvl.classList.toggle("warn-text", Boolean(v.level && v.level.upgrading));
+    setText("cluster-level-note", !v.level ? "" : v.level.upgrading ? "of " + v.level.highest + ": upgrading" :
+      "every member " + (v.reachable.length < v.nodes.length ? "that answers " : "") + "at " + v.level.highest);
 
     const rows = v.nodes.map((n) => memberRow(n, v));
     $("members").tBodies[0].replaceChildren(...rows);
@@ -694,7 +755,7 @@
     const addrCell = el("td", { class: "addr" }, href ? el("a", { href }, addr) : addr || "—");
     const attrs = { "data-node": String(n.id), "data-reachable": st ? "true" : "false", "data-state": st ? String(st.state) : "unreachable", class: isLeader ? "is-leader" : st ? "" : "is-down" };
     if (!st) {
-      return el("tr", attrs, nameCell,
+      return el("tr", attrs, nameCell, el("td", { class: "muted" }, "—"), el("td", { class: "num muted" }, "—"),
         el("td", null, el("span", { class: "badge badge-unreachable" }, "unreachable")),
         el("td", { colspan: 8, class: "error-text" }, unreachableWhy(n)),
         addrCell);
@@ -713,7 +774,16 @@
       ? el("span", { class: "error-text" }, "failing" + (sto.error_kind ? " (" + sto.error_kind + ")" : ""))
       : el("span", null, fmtBytes(sto.free_bytes) + " free", el("span", { class: "muted" }, " · log " + fmtBytes(sto.log_bytes) + " · snap " + fmtBytes(sto.snapshot_bytes)));
     const lag = big(st.lag_entries);
-    return el("tr", attrs, nameCell,
+    // An older binary answers without a version or level: "—", counted as
+    // the base level; a member behind the highest level is marked.
+    const reported = Number(st.feature_level) > 0;
+    attrs["data-version"] = st.version ? String(st.version) : "";
+    attrs["data-level"] = reported ? String(memberLevel(st)) : "";
+    const behind = v.level && memberLevel(st) < v.level.highest;
+    const versionCell = el("td", { class: "version" }, st.version ? String(st.version) : el("span", { class: "muted", title: "an older binary: it reports no version" }, "—"));
+    const levelCell = el("td", { class: "num" + (behind ? " warn-text" : ""), title: reported ? "" : "an older binary: it reports no level and counts as " + BASE_FEATURE_LEVEL },
+      reported ? String(memberLevel(st)) : "—", behind ? el("div", { class: "small" }, "behind") : null);
+    return el("tr", attrs, nameCell, versionCell, levelCell,
       el("td", null, stateBadge(st.state), st.raft_tls ? el("span", { class: "tag", title: "Raft traffic is mutual TLS" }, "TLS") : null,
         !isLeader && st.leader ? el("div", { class: "muted small" }, "follows " + String(st.leader)) : null),
       el("td", { class: "num" }, fmtInt(st.term)),
