@@ -258,6 +258,9 @@ func (b *procBackend) signal(n *Node, sig syscall.Signal) error {
 	if p == nil || !p.Alive() {
 		return fmt.Errorf("%s is not running", n.ID)
 	}
+	if b.exits != nil && sig != syscall.SIGSTOP && sig != syscall.SIGCONT {
+		b.exits.stopAsked(p) // whatever its exit status, the harness ended it
+	}
 	if err := p.Signal(sig); err != nil {
 		return err
 	}

@@ -100,6 +100,9 @@ type upgradeReport struct {
 	GroupedAfter  int        `json:"grouped_after"`
 	BlockEntries  int        `json:"block_entries_seen"`
 	Exits         []nodeExit `json:"unexpected_exits,omitempty"`
+	// StopExits are unclean exits after the harness's SIGTERM (a
+	// graceful shutdown that failed): noted, not a broken promise.
+	StopExits     []nodeExit `json:"unclean_exits_after_sigterm,omitempty"`
 	LogFindings   []string   `json:"log_findings,omitempty"`
 	Problems      []string   `json:"problems,omitempty"`
 	Incomplete    string     `json:"incomplete,omitempty"`
@@ -143,16 +146,30 @@ type nodeExit struct {
 }
 
 // exitLog collects the exits of node processes that the harness did not
-// cause: anything but SIGKILL and a clean exit (a SIGTERM's). A node that
-// meets an entry it cannot apply panics (exit status 2).
+// cause: anything but a clean exit, or any exit after the harness signalled
+// the process to end (SIGKILL, or SIGTERM: a graceful shutdown may still
+// fail, exit status 1, which is noted apart). A node that meets an entry it
+// cannot apply panics (exit status 2); a panic after a SIGTERM is still in
+// its log, which scanLogs reads.
 type exitLog struct {
 	t0     time.Time
 	mu     sync.Mutex
 	exits  []nodeExit
+	asked  map[*proc.Process]bool
+	failed []nodeExit    // unclean exits after the harness asked for them
 	notify chan struct{} // closed at the first exit
 }
 
-func newExitLog(t0 time.Time) *exitLog { return &exitLog{t0: t0, notify: make(chan struct{})} }
+func newExitLog(t0 time.Time) *exitLog {
+	return &exitLog{t0: t0, notify: make(chan struct{}), asked: map[*proc.Process]bool{}}
+}
+
+// stopAsked records that the harness signalled p to end.
+func (e *exitLog) stopAsked(p *proc.Process) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked[p] = true
+}
 
 func (e *exitLog) watch(id string, run int, bin string, p *proc.Process) {
 	go func() {
@@ -161,13 +178,16 @@ func (e *exitLog) watch(id string, run int, bin string, p *proc.Process) {
 		if st == nil || st.Success() {
 			return
 		}
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return
-		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		ex := nodeExit{Node: id, Run: run, Binary: filepath.Base(bin), State: st.String(),
 			AtMs: float64(time.Since(e.t0).Milliseconds()), Last: lastLines(p.Tail(40), 6)}
+		if e.asked[p] {
+			if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				e.failed = append(e.failed, ex)
+			}
+			return
+		}
 		if len(e.exits) == 0 {
 			close(e.notify)
 		}
@@ -181,6 +201,13 @@ func (e *exitLog) list() []nodeExit {
 	return slices.Clone(e.exits)
 }
 
+// afterStop is the unclean exits the harness asked for.
+func (e *exitLog) afterStop() []nodeExit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.failed)
+}
+
 // lastLines keeps the lines that say why a process ended: a panic's line
 // (without the goroutine dump, which differs from run to run), else the
 // last k lines.
@@ -191,10 +218,15 @@ func lastLines(lines []string, k int) []string {
 			return lines[i : i+1]
 		}
 	}
-	if len(lines) > k {
-		lines = lines[len(lines)-k:]
+	// The last k distinct lines: a node shutting down repeats itself.
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < k; i-- {
+		if !slices.Contains(out, lines[i]) {
+			out = append(out, lines[i])
+		}
 	}
-	return lines
+	slices.Reverse(out)
+	return out
 }
 
 // prepareUpgrade builds the older release's binary and makes the process
@@ -827,6 +859,7 @@ func (u *upgrader) scanLogs(dir string) {
 		u.rep.LogFindings = append(u.rep.LogFindings, fmt.Sprintf("%s (%d times)", k, counts[k]))
 	}
 	u.rep.Exits = u.pb.exits.list()
+	u.rep.StopExits = u.pb.exits.afterStop()
 	// One line per node and reason: a node restarted into the same entry
 	// stops the same way each time.
 	seen := map[string]int{}
@@ -923,6 +956,9 @@ func (r *upgradeReport) summary() []string {
 	out = append(out, fmt.Sprintf("  grouped block entries: %d while an older member ran (index <= %d), %d after the level rose (index > %d), of %d block entries in the audit",
 		r.GroupedBefore, r.PreIndex, r.GroupedAfter, r.LevelIndex, r.BlockEntries))
 	out = append(out, fmt.Sprintf("  nodes that stopped by themselves: %d", len(r.Exits)))
+	for _, e := range r.StopExits {
+		out = append(out, fmt.Sprintf("  note: %s (%s) ended with %s after the harness's SIGTERM at %.1f s: %s", e.Node, e.Binary, e.State, e.AtMs/1e3, strings.Join(e.Last, " | ")))
+	}
 	for _, p := range r.Problems {
 		out = append(out, "  UPGRADE INVALID: "+p)
 	}

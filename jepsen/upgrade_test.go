@@ -45,7 +45,7 @@ func TestLastLines_PanicFirst(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if got := lastLines([]string{"a", "", "b", "c"}, 2); !slices.Equal(got, []string{"b", "c"}) {
+	if got := lastLines([]string{"a", "", "b", "c", "c"}, 2); !slices.Equal(got, []string{"b", "c"}) {
 		t.Fatalf("got %q", got)
 	}
 }
