@@ -53,6 +53,14 @@ fi
 # 100 s on a cold cache; nothing once build/jepsen has it) and a schedule
 # of about 60-90 s, under one bound. --time-limit only caps the schedule.
 ustart=$(date +%s)
+# The older release is built from this repository's history: a shallow
+# clone lacks it, so fetch it first (the run is inconclusive, exit 2,
+# when it cannot be had).
+from=$(grep -v '^#' jepsen/upgrade-from | head -n 1)
+if ! git cat-file -e "$from^{commit}" 2>/dev/null; then
+  echo "jepsen-ci: commit $from (jepsen/upgrade-from) is not in this clone; fetching it" >&2
+  git fetch --quiet --unshallow 2>/dev/null || git fetch --quiet origin "$from" 2>/dev/null || true
+fi
 uargs=(--upgrade --rollback --nodes 5 --time-limit 4m --fault-min 2s --fault-max 3s
        --quiet 1s --final-workload 3s --many-sequences 300 --many-workers 12 --out "$out-upgrade")
 [[ $(id -u) == 0 ]] || uargs+=(--net loopback)
