@@ -68,9 +68,6 @@ const (
 	// upgradeWorker is the worker id of the harness's own operations in
 	// the history (raises of the gate probe and the feature check).
 	upgradeWorker = 30_000
-	// problemClusterUpgrading is the problem a leader answers a feature
-	// the cluster's level does not have yet with.
-	problemClusterUpgrading = "urn:ticketd:problem:cluster-upgrading"
 )
 
 // upgradeReport is results.json's run.upgrade.
@@ -577,10 +574,10 @@ func (u *upgrader) probeGate(ctx context.Context) {
 		// The refusal must say why: a level above the cluster's, and every
 		// member still on the older binary among those behind.
 		missing := slices.DeleteFunc(slices.Clone(behind), func(id string) bool { return slices.Contains(f.Behind, id) })
-		f.OK = f.Status == http.StatusConflict && f.Problem == problemClusterUpgrading && f.Need > f.Cluster && len(missing) == 0
+		f.OK = f.Status == http.StatusConflict && f.Problem == api.ProblemClusterUpgrading && f.Need > f.Cluster && len(missing) == 0
 		if !f.OK {
 			u.problem("gate: %s through leader %s while %s ran the older binary answered %d %s %s (want 409 %s with need_feature_level above cluster_feature_level and behind naming %v)",
-				f.Feature, l.ID, strings.Join(behind, ","), f.Status, f.Problem, f.Detail, problemClusterUpgrading, behind)
+				f.Feature, l.ID, strings.Join(behind, ","), f.Status, f.Problem, f.Detail, api.ProblemClusterUpgrading, behind)
 		} else {
 			u.log("upgrade: gate: %s answered 409 cluster-upgrading: %s", f.Feature, f.Detail)
 		}
