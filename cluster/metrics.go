@@ -21,6 +21,8 @@ type raftCollector struct {
 	lastContact, lastSnapshotIndex, voters, raftTLS                          *prometheus.Desc
 
 	storageHealthy, storageFree, storageLog, storageSnapshots, lag *prometheus.Desc
+
+	featureLevel, clusterFeatureLevel *prometheus.Desc
 }
 
 func newRaftCollector(n *Node) *raftCollector {
@@ -45,11 +47,14 @@ func newRaftCollector(n *Node) *raftCollector {
 		storageFree:       prometheus.NewDesc("ticketd_storage_free_bytes", "Bytes free to ticketd on the data directory's filesystem.", nil, nil),
 		storageLog:        prometheus.NewDesc("ticketd_storage_log_bytes", "Size of the Raft log file (raft.db).", nil, nil),
 		storageSnapshots:  prometheus.NewDesc("ticketd_storage_snapshot_bytes", "Total size of the Raft snapshots kept in the data directory.", nil, nil),
+
+		featureLevel:        prometheus.NewDesc("ticketd_feature_level", "The highest feature level this node's binary knows (see README, Upgrading).", nil, nil),
+		clusterFeatureLevel: prometheus.NewDesc("ticketd_cluster_feature_level", "The cluster's feature level as this node has applied it from the log: below ticketd_feature_level while a rolling upgrade is unfinished.", nil, nil),
 	}
 }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS, c.storageHealthy, c.storageFree, c.storageLog, c.storageSnapshots, c.lag} {
+	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.serving, c.term, c.commitIndex, c.appliedIndex, c.lastIndex, c.lastContact, c.lastSnapshotIndex, c.voters, c.raftTLS, c.storageHealthy, c.storageFree, c.storageLog, c.storageSnapshots, c.lag, c.featureLevel, c.clusterFeatureLevel} {
 		ch <- d
 	}
 }
@@ -97,6 +102,8 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.storageLog, float64(logBytes))
 	}
 	gauge(c.storageSnapshots, float64(snapBytes))
+	gauge(c.featureLevel, float64(c.n.ownLevel()))
+	gauge(c.clusterFeatureLevel, float64(c.n.fsm.ClusterLevel()))
 }
 
 // instrumentedFSM times snapshots and counts restores; the FSM itself stays

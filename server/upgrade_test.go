@@ -114,6 +114,18 @@ func TestUpgrade_OlderMemberHoldsTheLevel_GateAndFallback_ThenLevelRises(t *test
 	if !allAtLevel(tc, fsm.LevelBase) {
 		t.Fatalf("cluster levels %v with a level-1 member, want all %d", clusterLevels(tc), fsm.LevelBase)
 	}
+	kit := tc.Client()
+	for _, n := range tc.Running() {
+		if got := scrapeGauge(t, kit, tc.URL(n), "ticketd_cluster_feature_level"); got != float64(fsm.LevelBase) {
+			t.Fatalf("%s ticketd_cluster_feature_level = %v, want %d", n.ID, got, fsm.LevelBase)
+		}
+	}
+	if got := scrapeGauge(t, kit, tc.URL(tc.Node("n1")), "ticketd_feature_level"); got != float64(fsm.CurrentLevel) {
+		t.Fatalf("n1 ticketd_feature_level = %v, want %d", got, fsm.CurrentLevel)
+	}
+	if got := scrapeGauge(t, kit, tc.URL(tc.Node("n3")), "ticketd_feature_level"); got != float64(fsm.LevelBase) {
+		t.Fatalf("n3 (held at level 1) ticketd_feature_level = %v, want %d", got, fsm.LevelBase)
+	}
 	seqs := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
 	for _, s := range seqs {
 		tc.CreateSequence(s, nil)
@@ -159,6 +171,11 @@ func TestUpgrade_OlderMemberHoldsTheLevel_GateAndFallback_ThenLevelRises(t *test
 		return allAtLevel(tc, fsm.CurrentLevel)
 	})
 	tc.WaitReady(10 * time.Second)
+	for _, n := range tc.Running() {
+		if got := scrapeGauge(t, kit, tc.URL(n), "ticketd_cluster_feature_level"); got != float64(fsm.CurrentLevel) {
+			t.Fatalf("%s ticketd_cluster_feature_level = %v after the rise, want %d", n.ID, got, fsm.CurrentLevel)
+		}
+	}
 	l = tc.Leader(5 * time.Second)
 	if code, err := tc.Do(http.MethodPost, tc.URL(l)+"/v1/sequences/a/raise", api.RaiseSequenceRequest{AtLeast: 10_000_000}, nil); err != nil || code != http.StatusOK {
 		t.Fatalf("raise at level %d: %d %v", fsm.CurrentLevel, code, err)
