@@ -54,14 +54,16 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 			Namespaces []json.RawMessage `json:"namespaces"`
 		} `json:"capacity"`
 		Nodes []struct {
-			ID         string          `json:"id"`
-			API        string          `json:"api"`
-			State      string          `json:"state"`
-			Ready      bool            `json:"ready"`
-			NotReady   string          `json:"not_ready"`
-			LagEntries *uint64         `json:"lag_entries"`
-			Storage    api.NodeStorage `json:"storage"`
-			Error      string          `json:"error"`
+			ID           string          `json:"id"`
+			API          string          `json:"api"`
+			Version      string          `json:"version"`
+			FeatureLevel int             `json:"feature_level"`
+			State        string          `json:"state"`
+			Ready        bool            `json:"ready"`
+			NotReady     string          `json:"not_ready"`
+			LagEntries   *uint64         `json:"lag_entries"`
+			Storage      api.NodeStorage `json:"storage"`
+			Error        string          `json:"error"`
 		} `json:"nodes"`
 	}
 	cliJSON(t, nil, &st, "status", "-o", "json", addrFlag)
@@ -75,6 +77,10 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 	for _, v := range st.Nodes {
 		if v.Error != "" || !v.Ready || v.LagEntries == nil || !v.Storage.Healthy || v.Storage.FreeBytes <= 0 || v.Storage.LogBytes <= 0 {
 			t.Fatalf("ticketd status: node %+v, want it ready, with its lag and healthy storage", v)
+		}
+		// Issue #31: each node's release (stamped by the build) and level.
+		if v.Version == "" || v.Version != st.Version || v.FeatureLevel != st.FeatureLevel || v.FeatureLevel < 3 {
+			t.Fatalf("ticketd status: node %+v, want release %q and feature level %d", v, st.Version, st.FeatureLevel)
 		}
 	}
 	var seq api.Sequence
