@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -105,7 +106,7 @@ func (n *Node) askLevel(id, addr string) MemberLevel {
 	_ = c.SetReadDeadline(time.Now().Add(timeout))
 	body, err := io.ReadAll(io.LimitReader(c, 4096))
 	switch {
-	case len(body) == 0 && (err == nil || errors.Is(err, io.EOF) || isConnReset(err)):
+	case len(body) == 0 && (err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)):
 		// Dropped unanswered: an older binary (its mux does not know
 		// the service).
 		out.Report, out.Level = LevelNoReport, fsm.LevelBase
@@ -123,8 +124,10 @@ func (n *Node) askLevel(id, addr string) MemberLevel {
 	return out
 }
 
+// isConnReset: the peer closed with unread data (our service byte) in its
+// buffer, which the kernel answers with a reset.
 func isConnReset(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "broken pipe"))
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // memberLevels holds the latest probe round's answers, by member id.

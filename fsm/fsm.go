@@ -189,7 +189,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	case *RaiseSequence:
 		return f.applyRaise(*c, l.Index, l.Term)
 	case *SetFeatureLevel:
-		return f.applySetFeatureLevel(*c, l.Index)
+		return f.applySetFeatureLevel(*c)
 	}
 	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }

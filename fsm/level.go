@@ -157,7 +157,7 @@ func (e *UnknownLevelError) Error() string {
 // leader that proposed from an older view proposes a level already passed).
 // (A level above CurrentLevel never gets here: decodeCommand refuses it, and
 // Apply stops with an UnknownLevelError's message.)
-func (f *FSM) applySetFeatureLevel(c SetFeatureLevel, index uint64) any {
+func (f *FSM) applySetFeatureLevel(c SetFeatureLevel) any {
 	if c.Level < LevelBase {
 		return fmt.Errorf("%w: feature level %d is below the base level %d", ErrInvalidCommand, c.Level, LevelBase)
 	}
