@@ -33,26 +33,9 @@ func (b blockEntries) String() string {
 // share its index (and a restore renumbers nothing but Seq, so indices of a
 // restored cluster's records are the old cluster's: counted as they are).
 func countBlockEntries(ctx context.Context, c *Cluster) (blockEntries, error) {
-	n, err := c.leader(ctx, 30*time.Second)
+	perIndex, err := blockRecordsPerIndex(ctx, c)
 	if err != nil {
 		return blockEntries{}, err
-	}
-	perIndex := map[uint64]int{}
-	var after uint64
-	for page := 0; page < 100; page++ { // the audit retains 20,000 records: 4 pages
-		var l api.AuditList
-		if _, err := c.call(ctx, http.MethodGet, n, fmt.Sprintf("/v1/audit?after_seq=%d&limit=5000", after), nil, &l, 10*time.Second); err != nil {
-			return blockEntries{}, err
-		}
-		if len(l.Records) == 0 {
-			break
-		}
-		for _, r := range l.Records {
-			after = r.Seq
-			if r.Kind == "block" {
-				perIndex[r.Index]++
-			}
-		}
 	}
 	var b blockEntries
 	for _, k := range perIndex {
@@ -65,4 +48,31 @@ func countBlockEntries(ctx context.Context, c *Cluster) (blockEntries, error) {
 		}
 	}
 	return b, nil
+}
+
+// blockRecordsPerIndex is how many block records each log index granted,
+// from the leader's audit.
+func blockRecordsPerIndex(ctx context.Context, c *Cluster) (map[uint64]int, error) {
+	n, err := c.leader(ctx, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	perIndex := map[uint64]int{}
+	var after uint64
+	for page := 0; page < 100; page++ { // the audit retains 20,000 records: 4 pages
+		var l api.AuditList
+		if _, err := c.call(ctx, http.MethodGet, n, fmt.Sprintf("/v1/audit?after_seq=%d&limit=5000", after), nil, &l, 10*time.Second); err != nil {
+			return nil, err
+		}
+		if len(l.Records) == 0 {
+			break
+		}
+		for _, r := range l.Records {
+			after = r.Seq
+			if r.Kind == "block" {
+				perIndex[r.Index]++
+			}
+		}
+	}
+	return perIndex, nil
 }

@@ -813,33 +813,6 @@ func (u *upgrader) finish(ctx context.Context) {
 	}
 }
 
-// blockRecordsPerIndex is how many block records each log index granted,
-// from the leader's audit.
-func blockRecordsPerIndex(ctx context.Context, c *Cluster) (map[uint64]int, error) {
-	n, err := c.leader(ctx, 30*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	perIndex := map[uint64]int{}
-	var after uint64
-	for page := 0; page < 100; page++ {
-		var l api.AuditList
-		if _, err := c.call(ctx, http.MethodGet, n, fmt.Sprintf("/v1/audit?after_seq=%d&limit=5000", after), nil, &l, 10*time.Second); err != nil {
-			return nil, err
-		}
-		if len(l.Records) == 0 {
-			break
-		}
-		for _, r := range l.Records {
-			after = r.Seq
-			if r.Kind == "block" {
-				perIndex[r.Index]++
-			}
-		}
-	}
-	return perIndex, nil
-}
-
 // nodeLogFinding matches what a node prints when it meets what it cannot
 // read: Go's panic (an entry of an unknown type), a snapshot of a format
 // newer than it knows (the older release refuses it, and raft logs the
