@@ -554,6 +554,16 @@ func (u *upgrader) leaderOnNew(ctx context.Context) error {
 	return errors.New("no node on the new binary led within 8 moves")
 }
 
+// useFeatures asks leader l for each feature above level 1 once: a raise, a
+// shard namespace, a lease of a chosen worker id.
+func (u *upgrader) useFeatures(ctx context.Context, l *Node) []featureUse {
+	return []featureUse{
+		u.raise(ctx, l, "raise"),
+		u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS),
+		u.chosenLease(ctx, l, "lease of a chosen worker id"),
+	}
+}
+
 // probeGate asks the leader (on the new binary, while an older member
 // remains) for each feature above level 1: each must be refused with 409
 // cluster-upgrading naming the members behind.
@@ -564,11 +574,7 @@ func (u *upgrader) probeGate(ctx context.Context) {
 	}
 	behind := ids(u.oldMembers())
 	u.log("upgrade: gate probe through leader %s while %s run the older binary", l.ID, strings.Join(behind, ", "))
-	uses := []featureUse{
-		u.raise(ctx, l, "raise"),
-		u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS),
-		u.chosenLease(ctx, l, "lease of a chosen worker id"),
-	}
+	uses := u.useFeatures(ctx, l)
 	for i := range uses {
 		f := &uses[i]
 		// The refusal must say why: a level above the cluster's, and every
@@ -653,11 +659,7 @@ func (u *upgrader) afterUpgrade(ctx context.Context) error {
 	} else {
 		u.log("upgrade: the level rose, as far as the gate shows (leader %s, commit index %d)", l.ID, u.rep.LevelIndex)
 	}
-	uses := []featureUse{
-		u.raise(ctx, l, "raise"),
-		u.shardNamespace(ctx, l, "shard namespace", upgradeShardNS),
-		u.chosenLease(ctx, l, "lease of a chosen worker id"),
-	}
+	uses := u.useFeatures(ctx, l)
 	for i := range uses {
 		f := &uses[i]
 		if !f.OK {
