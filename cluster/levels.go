@@ -105,6 +105,16 @@ func (n *Node) askLevel(id, addr string) MemberLevel {
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(timeout))
 	body, err := io.ReadAll(io.LimitReader(c, 4096))
+	return readLevelAnswer(id, body, err)
+}
+
+// readLevelAnswer classifies what member id sent on the level service
+// (body, and the error that ended the read): no bytes and a closed
+// connection is an older binary's drop (no report, level 1); one JSON
+// report of a level of at least 1 is reported; anything else leaves the
+// member's level not known.
+func readLevelAnswer(id string, body []byte, err error) MemberLevel {
+	out := MemberLevel{ID: id}
 	switch {
 	case len(body) == 0 && (err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)):
 		// Dropped unanswered: an older binary (its mux does not know

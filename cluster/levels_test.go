@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"testing"
@@ -56,4 +57,41 @@ func TestAskLevel_ReportedNoReportUnreachable(t *testing.T) {
 	if got := asker.askLevel("gone", addr); got.Report != LevelUnreachable || got.Level != 0 || got.Err == "" {
 		t.Fatalf("nothing listening: %+v", got)
 	}
+}
+
+// FuzzLevelAnswer: any bytes a member sends on the level service (issue
+// #31). The answer is exactly one of reported (one JSON report, level at
+// least 1, taken as sent), no report (nothing at all: an older binary's
+// drop, counted as level 1) or unreachable (with a reason); it never
+// panics.
+func FuzzLevelAnswer(f *testing.F) {
+	f.Add([]byte(`{"version":"v0.31.0","feature_level":3}` + "\n"))
+	f.Add([]byte(`{"version":"","feature_level":0}`))
+	f.Add([]byte(`{"feature_level":4294967295}`))
+	f.Add([]byte(``))
+	f.Add([]byte(`{"feature_level":3}{"feature_level":1}`))
+	f.Add([]byte("\x00garbage"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := readLevelAnswer("m", body, io.EOF)
+		if got.ID != "m" {
+			t.Fatalf("id %q", got.ID)
+		}
+		switch got.Report {
+		case LevelNoReport:
+			if len(body) != 0 || got.Level != fsm.LevelBase || got.Err != "" {
+				t.Fatalf("no report from %q: %+v", body, got)
+			}
+		case LevelReported:
+			var a levelAnswer
+			if err := json.Unmarshal(body, &a); err != nil || a.FeatureLevel < fsm.LevelBase || got.Level != a.FeatureLevel || got.Version != a.Version || got.Err != "" {
+				t.Fatalf("reported from %q: %+v (decodes to %+v, %v)", body, got, a, err)
+			}
+		case LevelUnreachable:
+			if len(body) == 0 || got.Err == "" || got.Level != 0 {
+				t.Fatalf("unreachable from %q: %+v", body, got)
+			}
+		default:
+			t.Fatalf("report %q from %q", got.Report, body)
+		}
+	})
 }
