@@ -280,6 +280,10 @@ type ClusterStatus struct {
 	FeatureLevel        int           `json:"feature_level,omitempty"`
 	Feature             *FeatureLevel `json:"feature,omitempty"`
 	ClusterFeatureLevel int           `json:"cluster_feature_level,omitempty"`
+	// Snowflake is the answering node's worker-id lease in each namespace
+	// its Snowflake service has served (POST /v1/namespaces/{name}/ids)
+	// or was started to serve (--snowflake-namespaces), by name.
+	Snowflake []NodeSnowflake `json:"snowflake,omitempty"`
 }
 
 // FeatureLevel describes a feature level: the highest log entry type and
@@ -576,6 +580,49 @@ type RangeInspection struct {
 	Issued bool `json:"issued"`
 }
 
+// MaxSnowflakeIDs is the most IDs one POST /v1/namespaces/{name}/ids (and
+// one TICKETD.SNOWFLAKE) hands out.
+const MaxSnowflakeIDs = 10_000
+
+// SnowflakeIDsRequest is the body of POST /v1/namespaces/{name}/ids; an
+// empty body asks for one ID.
+type SnowflakeIDsRequest struct {
+	// Count is how many IDs, 1 to MaxSnowflakeIDs (default 1).
+	Count *int64 `json:"count,omitempty"`
+}
+
+// SnowflakeIDs is the answer of POST /v1/namespaces/{name}/ids: IDs made by
+// the answering node's own generator, under its worker-id lease in the
+// namespace. They strictly increase within one answer and across the
+// answers of one node's tenure of a worker id.
+type SnowflakeIDs struct {
+	Namespace string `json:"namespace"`
+	// Node is the node that made them; WorkerID the worker id of its lease.
+	Node     string `json:"node"`
+	WorkerID int64  `json:"worker_id"`
+	// IDs as JSON numbers, and IDsText the same as decimal strings, for
+	// callers whose numbers lose precision above 2^53 (JavaScript).
+	IDs     []int64  `json:"ids"`
+	IDsText []string `json:"ids_text"`
+}
+
+// NodeSnowflake is one node's worker-id lease in one namespace, as the
+// node's own Snowflake service sees it (GET /v1/cluster, per node).
+type NodeSnowflake struct {
+	Namespace string `json:"namespace"`
+	// Serving: the node holds a valid lease and its clock is not behind;
+	// Reason says why not otherwise.
+	Serving  bool   `json:"serving"`
+	Reason   string `json:"reason,omitempty"`
+	WorkerID int64  `json:"worker_id"` // -1: no lease
+	// LeaseRemainingMs is how long the lease lasts without another
+	// renewal, by the node's monotonic clock (0: none).
+	LeaseRemainingMs int64 `json:"lease_remaining_ms"`
+	TimestampFloorMs int64 `json:"timestamp_floor_ms,omitempty"`
+	// Issued counts the IDs the node made in the namespace since it started.
+	Issued int64 `json:"issued"`
+}
+
 // Problem is an RFC 9457 problem details body (application/problem+json).
 type Problem struct {
 	Type   string `json:"type"`
@@ -599,6 +646,12 @@ type Problem struct {
 	NeedFeatureLevel    int      `json:"need_feature_level,omitempty"`
 	ClusterFeatureLevel int      `json:"cluster_feature_level,omitempty"`
 	Behind              []Member `json:"behind,omitempty"`
+	// The fields of the Snowflake service's problems: the namespace, the
+	// node that answered, and for ProblemClockBehind how far its clock is
+	// behind (also as Retry-After, in whole seconds).
+	Namespace     string `json:"namespace,omitempty"`
+	Node          string `json:"node,omitempty"`
+	ClockBehindMs int64  `json:"clock_behind_ms,omitempty"`
 }
 
 // Problem types: stable identifiers that clients switch on.
@@ -628,6 +681,22 @@ const (
 	// the problem names the level needed, the cluster's, and the members
 	// still behind.
 	ProblemClusterUpgrading = "urn:ticketd:problem:cluster-upgrading"
+	// ProblemClockBehind (503, with Retry-After): the answering node's
+	// wall clock is behind timestamps its Snowflake generator must stay
+	// above in the namespace (a step back larger than it waits out); that
+	// node and namespace only. Another node answers at once.
+	ProblemClockBehind = "urn:ticketd:problem:clock-behind"
+	// ProblemWorkersExhausted (503): every worker id of the namespace is
+	// held or resting, so the answering node could not take one.
+	ProblemWorkersExhausted = "urn:ticketd:problem:workers-exhausted"
+	// ProblemNoWorkerLease (503): the answering node holds no valid
+	// worker-id lease in the namespace now (cut off from the quorum past
+	// its lease, or taking a new one); the detail says why. Another node
+	// may answer.
+	ProblemNoWorkerLease = "urn:ticketd:problem:no-worker-lease"
+	// ProblemTimestampExhausted (409): the namespace's timestamp bits ran
+	// out; it makes no more IDs.
+	ProblemTimestampExhausted = "urn:ticketd:problem:timestamp-exhausted"
 )
 
 // MaxBackupBytes is the largest backup POST /v1/restore accepts.

@@ -544,6 +544,10 @@ func TestSnowflake_ClockSteppedBack_SmallWaitedOutLargeRefused(t *testing.T) {
 	for range 3 {
 		if id, err := g.Next(ctx); !errors.Is(err, client.ErrClockMovedBackwards) {
 			t.Fatalf("Next after a 1 s step back = %d, %v; want ErrClockMovedBackwards", id, err)
+		} else if cb := (*client.ClockBehindError)(nil); !errors.As(err, &cb) || cb.Behind < 990*time.Millisecond || cb.Behind > time.Second+time.Millisecond {
+			// How long until the clock has passed the last ID's tick: the
+			// step, less the time since that ID (a frozen clock: none).
+			t.Fatalf("Next after a 1 s step back: %v; want a *ClockBehindError of about 1 s", err)
 		}
 	}
 	if st := g.Stats(); st.ClockBackwardRefusals != 3 || st.Issued != int64(len(ids)) {
@@ -839,6 +843,9 @@ func TestSnowflake_TimestampFloor_NoTickAtOrBelowIt(t *testing.T) {
 	_, err := g.Next(ctxFor(t, 5*time.Second))
 	if !errors.Is(err, client.ErrClockMovedBackwards) || !strings.Contains(err.Error(), "timestamp floor") {
 		t.Fatalf("Next 25 ms behind the floor: %v; want ErrClockMovedBackwards naming the floor", err)
+	}
+	if cb := (*client.ClockBehindError)(nil); !errors.As(err, &cb) || cb.Behind < 25*time.Millisecond || cb.Behind > 25*time.Millisecond+time.Duration(tickMs)*time.Millisecond {
+		t.Fatalf("Next 25 ms behind the floor: %v; want a *ClockBehindError of 25 ms to a tick more", err)
 	}
 	// At the floor, and at the last nanosecond of the tick that holds it:
 	// the waits are short, so Next waits (for ever on a frozen clock).

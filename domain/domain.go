@@ -237,6 +237,30 @@ type ClusterStatus struct {
 	// Feature describes FeatureLevel for people (fsm.LevelInfo of it):
 	// the HTTP layer shows it and does not know the log's types.
 	Feature FeatureLevel
+	// Snowflake is this node's worker-id lease in each namespace its
+	// Snowflake service has served or was told to serve, by name.
+	Snowflake []NodeSnowflake
+}
+
+// SnowflakeIDs are IDs made by this node's own Snowflake generator of the
+// namespace, under its lease of WorkerID; they strictly increase.
+type SnowflakeIDs struct {
+	Namespace string
+	Node      string
+	WorkerID  int64
+	IDs       []int64
+}
+
+// NodeSnowflake is this node's worker-id lease in one namespace
+// (api.NodeSnowflake says how to read it).
+type NodeSnowflake struct {
+	Namespace        string
+	Serving          bool
+	Reason           string
+	WorkerID         int64
+	LeaseRemaining   time.Duration
+	TimestampFloorMs int64
+	Issued           int64
 }
 
 // FeatureLevel describes a feature level: the highest log entry type and

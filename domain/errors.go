@@ -39,7 +39,30 @@ var (
 	// joining node does not know the cluster's level; the error carries a
 	// *ClusterUpgradingError.
 	ErrClusterUpgrading = errors.New("cluster upgrading")
+	// ErrClockBehind: this node's wall clock is behind timestamps its
+	// Snowflake generator must stay above; the error carries a
+	// *ClockBehindError.
+	ErrClockBehind = errors.New("clock behind")
+	// ErrWorkersExhausted: this node could not take a worker id of the
+	// namespace: every one is held or resting.
+	ErrWorkersExhausted = errors.New("workers exhausted")
+	// ErrNoWorkerLease: this node holds no valid worker-id lease in the
+	// namespace now (cut off from the quorum past its lease, or taking a
+	// new one).
+	ErrNoWorkerLease = errors.New("no worker-id lease")
+	// ErrTimestampExhausted: the namespace's timestamp bits ran out.
+	ErrTimestampExhausted = errors.New("timestamp exhausted")
 )
+
+// ClockBehindError says how far this node's clock is behind what its
+// Snowflake generator must stay above; wrap it with the kind ErrClockBehind.
+type ClockBehindError struct {
+	Namespace string
+	BehindMs  int64
+	Message   string
+}
+
+func (e *ClockBehindError) Error() string { return e.Message }
 
 // ClusterUpgradingError says which feature level was needed, the cluster's,
 // and which members are behind; wrap it with the kind ErrClusterUpgrading.

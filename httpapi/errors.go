@@ -21,6 +21,12 @@ const retryAfterSeconds = "1"
 // missing sequence and a missing namespace keep their own problem types.
 func (s *Service) storeError(c echo.Context, err error) error {
 	about := subjectOf(c.Path())
+	if pe, ok := s.snowflakeProblem(err); ok {
+		if about == aboutNamespace && pe.p.Namespace == "" {
+			pe.p.Namespace = c.Param("name")
+		}
+		return pe
+	}
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return problem(http.StatusNotFound, about.notFoundType, about.name+" not found", err.Error())
@@ -93,6 +99,9 @@ func subjectOf(p string) subject {
 type problemError struct {
 	status int
 	p      api.Problem
+	// retryAfter, if set, is the Retry-After of a 503 (else
+	// retryAfterSeconds).
+	retryAfter string
 }
 
 func (e *problemError) Error() string { return e.p.Title + ": " + e.p.Detail }
@@ -112,9 +121,14 @@ func problem(status int, typ, title, detail string) error {
 }
 
 func writeProblem(w http.ResponseWriter, status int, p api.Problem) {
+	writeProblemRetry(w, status, p, retryAfterSeconds)
+}
+
+// writeProblemRetry is writeProblem with the Retry-After of a 503.
+func writeProblemRetry(w http.ResponseWriter, status int, p api.Problem, retryAfter string) {
 	p.Status = status
 	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
@@ -131,7 +145,11 @@ func (s *Service) handleEchoError(err error, c echo.Context) {
 	}
 	var pe *problemError
 	if errors.As(err, &pe) {
-		writeProblem(c.Response(), pe.status, pe.p)
+		ra := pe.retryAfter
+		if ra == "" {
+			ra = retryAfterSeconds
+		}
+		writeProblemRetry(c.Response(), pe.status, pe.p, ra)
 		return
 	}
 	var he *echo.HTTPError

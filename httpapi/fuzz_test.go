@@ -723,6 +723,16 @@ func (s *recStore) InspectSnowflake(_ context.Context, ns string, id int64) (dom
 	return domain.SnowflakeInspection{Namespace: ns, ID: id}, s.fault
 }
 
+func (s *recStore) SnowflakeIDs(_ context.Context, ns string, count int) (domain.SnowflakeIDs, error) {
+	s.record(fmt.Sprintf("SnowflakeIDs(%q,%d)", ns, count))
+	s.expect(count >= 1 && count <= api.MaxSnowflakeIDs, "SnowflakeIDs with count %d", count)
+	ids := make([]int64, count)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	return domain.SnowflakeIDs{Namespace: ns, Node: "fz", WorkerID: 1, IDs: ids}, s.fault
+}
+
 // storeFault is an error of one of the kinds the Store contract names
 // (wrapped, as the real Store wraps its errors) and the problem it must
 // become: its status, and its type, which for a missing thing depends on

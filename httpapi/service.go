@@ -217,6 +217,8 @@ func New(cfg Config) *Service {
 	v1.GET("/namespaces", s.listNamespaces, limit, reserve, lead)
 	v1.GET("/namespaces/:name", s.getNamespace, limit, reserve, lead)
 	v1.POST("/namespaces/:name/leases", s.acquireLease, limit, reserve, lead)
+	// Made by this node's own generator: never forwarded (snowflakeids.go).
+	v1.POST("/namespaces/:name/ids", s.snowflakeIDs, limit, reserve)
 	v1.GET("/namespaces/:name/leases", s.listLeases, limit, reserve, lead)
 	v1.PUT("/namespaces/:name/leases/:worker", s.renewLease, limit, reserve, lead)
 	v1.DELETE("/namespaces/:name/leases/:worker", s.releaseLease, limit, reserve, lead)

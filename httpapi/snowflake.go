@@ -40,6 +40,11 @@ type SnowflakeStore interface {
 	CheckAudit(ctx context.Context) (domain.AuditCheck, error)
 	InspectSequence(ctx context.Context, name string, id int64) (domain.RangeInspection, error)
 	InspectSnowflake(ctx context.Context, ns string, id int64) (domain.SnowflakeInspection, error)
+	// SnowflakeIDs are count IDs of the namespace made by this node's own
+	// generator, from memory, on any node (no leadership needed). Errors
+	// of the kinds ErrClockBehind, ErrWorkersExhausted, ErrNoWorkerLease
+	// and ErrTimestampExhausted have problems of their own.
+	SnowflakeIDs(ctx context.Context, ns string, count int) (domain.SnowflakeIDs, error)
 }
 
 func (s *Service) createNamespace(c echo.Context) error {

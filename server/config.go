@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/auth"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/issuer"
@@ -80,6 +81,13 @@ type Config struct {
 	// that (replaying a backlog, or unable to append) is taken out of a
 	// load balancer until it catches up.
 	MaxReadyLag uint64
+	// SnowflakeNamespaces are the namespaces whose worker-id lease this
+	// node's Snowflake service takes at start; any other is taken on its
+	// first request (POST /v1/namespaces/{name}/ids).
+	SnowflakeNamespaces []string
+	// SnowflakeLeaseWait is how long a Snowflake request waits for a lease
+	// when this node holds none in the namespace (0: idgen's default).
+	SnowflakeLeaseWait time.Duration
 	// faultConfig holds the state machine's planted bugs in the
 	// fault-injection build (faults.go, built with the ticketd_faults tag)
 	// and nothing in any other build (nofaults.go).
@@ -155,6 +163,14 @@ func (c Config) Validate() error {
 	}
 	if err := c.Issuer.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, ns := range c.SnowflakeNamespaces {
+		if err := api.ValidateSequenceName(ns); err != nil {
+			errs = append(errs, fmt.Errorf("snowflake namespace %q: %v", ns, err))
+		}
+	}
+	if c.SnowflakeLeaseWait < 0 {
+		errs = append(errs, errors.New("snowflake lease wait must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,10 @@
 
 package server
 
-import "github.com/ticketd/ticketd/fsm"
+import (
+	"github.com/ticketd/ticketd/client"
+	"github.com/ticketd/ticketd/fsm"
+)
 
 // This file is compiled only with -tags ticketd_faults: the binary the
 // fault-injection suite uses to show that it catches each planted bug.
@@ -16,6 +19,15 @@ type faultConfig struct {
 	// not where the entry applies, so a raise whose caller hung up moves
 	// the mark while the leader goes on serving what it holds below it.
 	UnsafeRaiseCutByCaller bool
+	// UnsafeSnowflake plants bugs in this node's Snowflake generators.
+	UnsafeSnowflake client.UnsafeSnowflakeFaults
+}
+
+func (c faultConfig) snowflakeOptions() []client.SnowflakeOption {
+	if c.UnsafeSnowflake == (client.UnsafeSnowflakeFaults{}) {
+		return nil
+	}
+	return []client.SnowflakeOption{client.WithUnsafeFaults(c.UnsafeSnowflake)}
 }
 
 func (c faultConfig) raiseCutByCaller() bool { return c.UnsafeRaiseCutByCaller }

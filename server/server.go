@@ -19,10 +19,12 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/client"
 	"github.com/ticketd/ticketd/cluster"
 	"github.com/ticketd/ticketd/domain"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/httpapi"
+	"github.com/ticketd/ticketd/idgen"
 	"github.com/ticketd/ticketd/internal/buildinfo"
 	"github.com/ticketd/ticketd/issuer"
 	"github.com/ticketd/ticketd/lessor"
@@ -46,6 +48,10 @@ type Server struct {
 	respLn   net.Listener
 	client   *http.Client
 	scheme   string // of every node's API: http or https
+	// snowflake is the node's Snowflake service; selfAPI the SDK client
+	// its lease keepers reach this node's own API through.
+	snowflake *idgen.Service
+	selfAPI   *client.Client
 
 	stop     chan struct{}
 	stopCtx  context.Context // cancelled when stop closes, for outgoing calls
@@ -182,12 +188,69 @@ func Start(cfg Config) (*Server, error) {
 		s.serveErr <- err
 	}()
 	s.startRESP(peerTransport)
+	if err := s.startSnowflake(advertise); err != nil {
+		_ = s.Kill()
+		return nil, err
+	}
 	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
 	s.wg.Add(2)
 	go s.membershipLoop(advertise)
 	go s.auditLoop(cfg.AuditInterval)
 	log.Info("node started", "id", cc.ID, "http", advertise, "raft", node.RaftAddr())
 	return s, nil
+}
+
+// startSnowflake starts the node's Snowflake service. Its lease keepers
+// reach the cluster through this node's own API, with the node's peer
+// transport and admin token, as the node's other calls to the cluster go.
+func (s *Server) startSnowflake(advertise string) error {
+	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: s.client.Transport}), client.WithLogger(s.log.With("component", "snowflake-leases"))}
+	if s.cfg.Tokens != nil {
+		opts = append(opts, client.WithBearerToken(s.cfg.Tokens.AdminToken()))
+	}
+	self, err := client.New([]string{s.scheme + "://" + advertise}, opts...)
+	if err != nil {
+		return fmt.Errorf("snowflake service: %w", err)
+	}
+	svc, err := idgen.New(idgen.Config{
+		Node:      s.node.ID(),
+		Client:    self,
+		Clock:     nodeClock{wall: s.node.WallNow, base: time.Now()},
+		Exists:    func(ns string) bool { _, ok := s.node.FSM().Namespace(ns); return ok },
+		LeaseWait: s.cfg.SnowflakeLeaseWait,
+		Options:   s.cfg.snowflakeOptions(),
+		Logger:    s.log,
+	})
+	if err != nil {
+		_ = self.Close()
+		return err
+	}
+	s.selfAPI, s.snowflake = self, svc
+	return svc.Start(s.cfg.SnowflakeNamespaces)
+}
+
+// nodeClock is the Snowflake generators' clock: this node's wall clock (the
+// one the fault suite steps) and Go's monotonic clock.
+type nodeClock struct {
+	wall func() time.Time
+	base time.Time
+}
+
+func (c nodeClock) Now() (time.Time, time.Duration) {
+	m := time.Since(c.base)
+	return c.wall(), m
+}
+
+// stopSnowflake releases the node's worker-id leases while its API can
+// still forward the releases to the leader.
+func (s *Server) stopSnowflake() {
+	if s.snowflake == nil {
+		return
+	}
+	if err := s.snowflake.Close(); err != nil {
+		s.log.Warn("releasing the Snowflake leases", "err", err)
+	}
+	_ = s.selfAPI.Close()
 }
 
 // HTTPAddr is the address the API listens on.
@@ -249,6 +312,7 @@ func (s *Server) Issuer() *issuer.Issuer { return s.issuer }
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
+		s.stopSnowflake()
 		s.api.Drain()
 		close(s.stop)
 		s.cancel()
@@ -282,6 +346,10 @@ func (s *Server) Kill() error {
 		close(s.stop)
 		s.cancel()
 		s.wg.Wait()
+		if s.selfAPI != nil {
+			// A crash releases nothing: the leases expire by themselves.
+			_ = s.selfAPI.Close()
+		}
 		_ = s.http.Close()
 		if s.resp != nil {
 			s.resp.Close()
@@ -519,7 +587,19 @@ func (st store) Status() (domain.ClusterStatus, error) {
 	if rerr := st.Ready(); rerr != nil {
 		status.NotReady = rerr.Error()
 	}
+	if st.s.snowflake != nil {
+		status.Snowflake = st.s.snowflake.States()
+	}
 	return status, nil
+}
+
+// SnowflakeIDs are made by this node's own generator of the namespace:
+// no Raft round, no forwarding, whichever node this is.
+func (st store) SnowflakeIDs(ctx context.Context, ns string, count int) (domain.SnowflakeIDs, error) {
+	if st.s.snowflake == nil {
+		return domain.SnowflakeIDs{}, domain.Kindf(domain.ErrUnavailable, "this node's Snowflake service is not running")
+	}
+	return st.s.snowflake.Take(ctx, ns, count)
 }
 
 func (st store) Join(ctx context.Context, m domain.Member) error {
@@ -530,8 +610,28 @@ func (st store) UpdateMember(ctx context.Context, m domain.Member) error {
 	return kindOf(st.s.node.UpdateMetadata(ctx, m.ID, m.RaftAddr, m.HTTPAddr))
 }
 
+// Remove takes a member out of the cluster and then revokes the worker-id
+// leases its Snowflake service held, so that its worker ids start their
+// recycle delay now rather than when the leases expire. (A removed node that
+// still runs stops by its lease deadlines, as any holder of a revoked lease
+// does, before the recycle delay lets anyone else have the ids.)
 func (st store) Remove(ctx context.Context, id string) error {
-	return kindOf(st.s.node.Remove(ctx, id))
+	if err := st.s.node.Remove(ctx, id); err != nil {
+		return kindOf(err)
+	}
+	f := st.s.node.FSM()
+	holder := idgen.Holder(id)
+	for _, n := range f.Namespaces() {
+		for _, l := range f.Leases(n.Name) {
+			if l.State != fsm.LeaseHeld || l.Holder != holder {
+				continue
+			}
+			if _, err := st.s.node.ApplyLeaseOp(ctx, fsm.LeaseOp{Op: fsm.LeaseOpRevoke, Namespace: n.Name, WorkerID: l.WorkerID}); err != nil {
+				st.s.log.Warn("revoking a removed member's worker-id lease; it expires by itself", "member", id, "namespace", n.Name, "worker", l.WorkerID, "err", err)
+			}
+		}
+	}
+	return nil
 }
 
 func (st store) Snapshot(ctx context.Context) error { return kindOf(st.s.node.Snapshot(ctx)) }
