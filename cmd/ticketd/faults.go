@@ -21,7 +21,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -53,6 +53,10 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.UnsafeFSM.WallClockLeaseExpiry = true
 		case "grouped-blocks-ignore-level":
 			cfg.Cluster.UnsafeGroupedBlocksIgnoreLevel = true
+		case "snowflake-serve-after-lease":
+			cfg.UnsafeSnowflake.ServeAfterLeaseEnd = true
+		case "snowflake-ignore-floor":
+			cfg.UnsafeSnowflake.IgnoreTimestampFloor = true
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}

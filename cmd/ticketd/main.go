@@ -210,6 +210,7 @@ func serve(args []string, stderr io.Writer) error {
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
 	maxInFlight := fs.Int("raft-max-rpcs-in-flight", def.Cluster.MaxRPCsInFlight, "AppendEntries RPCs in flight per follower: 1 turns pipelined replication off, 2 or more turns it on")
+	sfNamespaces := fs.String("snowflake-namespaces", "", "Snowflake namespaces whose worker-id lease this node takes at start, comma-separated (any other is taken on its first POST /v1/namespaces/{name}/ids)")
 	maxReadyLag := fs.Uint64("max-ready-lag", def.MaxReadyLag, "committed entries a node may have yet to apply and still answer /readyz 200")
 	sec := addSecurityFlags(fs)
 	unsafeFaults := registerFaultFlag(fs)
@@ -258,6 +259,11 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.Metrics = metrics.New(buildinfo.Version())
 	if err := applyFaults(*unsafeFaults, &cfg); err != nil {
 		return usageError{err.Error()}
+	}
+	for _, ns := range strings.Split(*sfNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			cfg.SnowflakeNamespaces = append(cfg.SnowflakeNamespaces, ns)
+		}
 	}
 	if *join != "" {
 		for _, u := range strings.Split(*join, ",") {
