@@ -318,4 +318,3 @@ func checkNonOverlappingIncrease(ops []sfOp) error {
 }
 
 func ptr64(v int64) *int64 { return &v }
-
