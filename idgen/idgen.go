@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
@@ -93,6 +94,10 @@ type generator struct {
 	// ready is closed once the first wait for a lease is over (or was not
 	// needed): requests that come meanwhile wait on it, not on their own.
 	ready chan struct{}
+	// layout is the namespace's layout once a lease has shown it (it never
+	// changes): the worker id of an answer is decoded from its IDs, with
+	// no lock and no clock read.
+	layout atomic.Pointer[api.Namespace]
 }
 
 // New returns a Service with no generators.
@@ -161,8 +166,15 @@ func (s *Service) Take(ctx context.Context, ns string, n int) (domain.SnowflakeI
 		return domain.SnowflakeIDs{}, s.kindOf(ns, err)
 	}
 	out := domain.SnowflakeIDs{Namespace: ns, Node: s.cfg.Node, IDs: ids, WorkerID: -1}
-	if l, ok := gen.g.Lease(); ok {
-		out.WorkerID = client.DecodeSnowflake(l.Layout, ids[len(ids)-1]).WorkerID
+	lay := gen.layout.Load()
+	if lay == nil {
+		if l, ok := gen.g.Lease(); ok {
+			lay = &l.Layout
+			gen.layout.Store(lay)
+		}
+	}
+	if lay != nil {
+		out.WorkerID = client.DecodeSnowflake(*lay, ids[len(ids)-1]).WorkerID
 	}
 	return out, nil
 }

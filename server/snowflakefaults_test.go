@@ -254,3 +254,30 @@ func TestSnowflakeIDs_RestartedNodeBehindItsFloor_NeverServesBelowIt(t *testing.
 	}
 	t.Logf("second tenure: floor %d, %d IDs all above it; refusals while the clock was behind: %v", floor, len(after), refusals)
 }
+
+// TestSnowflakeIDs_TimestampBitsRanOut_409: a namespace whose timestamp
+// bits last about 17 years, on a node whose clock reads 20 years later:
+// 409 timestamp-exhausted naming the namespace, and no ID.
+func TestSnowflakeIDs_TimestampBitsRanOut_409(t *testing.T) {
+	var clocks nodeClocks
+	tc := testcluster.New(t, 1, clocks.tweak)
+	u8 := func(v uint8) *uint8 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	createNamespace(t, tc, "short", api.NamespaceRequest{TimestampBits: u8(39), WorkerBits: u8(10), SequenceBits: u8(14), LeaseTTLMs: i64(3000)})
+	n := tc.Running()[0]
+	if _, prob, st, _ := postIDs(t, tc, n, "short", 1); st != http.StatusOK {
+		t.Fatalf("today: %d %+v", st, prob)
+	}
+	// The jump puts the lease's wall deadline behind the clock: the node
+	// issues again after its next renewal (no-worker-lease meanwhile).
+	clocks.offset(n.ID).Store(int64(20 * 365 * 24 * time.Hour))
+	out, prob, st, _ := postIDs(t, tc, n, "short", 5)
+	for deadline := time.Now().Add(10 * time.Second); st == http.StatusServiceUnavailable && prob.Type == api.ProblemNoWorkerLease && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		out, prob, st, _ = postIDs(t, tc, n, "short", 5)
+	}
+	if st != http.StatusConflict || prob.Type != api.ProblemTimestampExhausted || prob.Namespace != "short" || len(out.IDs) != 0 ||
+		!strings.Contains(prob.Detail, "ran out") {
+		t.Fatalf("20 years on: %d %+v", st, prob)
+	}
+}
