@@ -200,7 +200,7 @@ func TestSnowflakeIDs_CutOffNode_StopsBeforeTheClusterEndsItsLease(t *testing.T)
 
 // TestSnowflakeIDs_RestartedNodeBehindItsFloor_NeverServesBelowIt: a
 // namespace of one worker id. The node issues under it, is killed, and comes
-// back with its wall clock 1.5 s behind. When the worker id is granted again
+// back with its wall clock 3 s behind. When the worker id is granted again
 // it carries a timestamp floor above everything the first tenure could
 // issue; the node refuses (clock-behind) or waits until its clock has passed
 // the floor, and every ID it serves is above the floor and above every ID
@@ -220,7 +220,7 @@ func TestSnowflakeIDs_RestartedNodeBehindItsFloor_NeverServesBelowIt(t *testing.
 		before = out.IDs[len(out.IDs)-1]
 	}
 	tc.Kill(n.ID)
-	clocks.offset(n.ID).Store(int64(-1500 * time.Millisecond))
+	clocks.offset(n.ID).Store(int64(-3 * time.Second))
 	tc.Restart(n.ID)
 	tc.WaitReady(10 * time.Second)
 
