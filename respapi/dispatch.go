@@ -32,6 +32,8 @@ func commandName(arg []byte) string {
 		return "GET"
 	case "PING":
 		return "PING"
+	case "TICKETD.SNOWFLAKE":
+		return "TICKETD.SNOWFLAKE"
 	default:
 		return string(n)
 	}

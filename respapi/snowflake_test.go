@@ -1,6 +1,7 @@
 package respapi_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -214,4 +215,43 @@ func TestSnowflake_LargeAnswers_BoundTheBatch(t *testing.T) {
 	close(firstRead)
 	second := idsOf(t, c.reply(), api.MaxSnowflakeIDs, first[len(first)-1])
 	idsOf(t, c.reply(), api.MaxSnowflakeIDs, second[len(second)-1])
+}
+
+// BenchmarkSnowflake is TICKETD.SNOWFLAKE ns 1 over one connection, P
+// commands sent before the answers are read, against a counter: the
+// front's own cost of the command, beside BenchmarkPipeline's INCRBY.
+func BenchmarkSnowflake(b *testing.B) {
+	for _, p := range []int{1, 16} {
+		b.Run(fmt.Sprintf("P=%d", p), func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := respapi.New(respapi.Config{Store: &counterStore{}})
+			go func() { _ = srv.Serve(ln) }()
+			b.Cleanup(srv.Close)
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			batch := []byte(strings.Repeat("*2\r\n$17\r\nTICKETD.SNOWFLAKE\r\n$6\r\norders\r\n", p))
+			r := bufio.NewReader(conn)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += p {
+				if _, err := conn.Write(batch); err != nil {
+					b.Fatal(err)
+				}
+				for range p {
+					// "*1" then the ID.
+					for range 2 {
+						if _, err := r.ReadSlice('\n'); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
 }
