@@ -249,7 +249,8 @@ func (s *Service) kindOf(ns string, err error) error {
 	case errors.Is(err, client.ErrExhausted):
 		return domain.Kindf(domain.ErrTimestampExhausted, "namespace %q: %v", ns, err)
 	case errors.Is(err, client.ErrNamespaceNotFound):
-		return domain.Kindf(domain.ErrNotFound, "namespace %q not found: %v", ns, err)
+		// The leader's answer says no more than that.
+		return domain.Kindf(domain.ErrNotFound, "namespace %q not found", ns)
 	case errors.Is(err, client.ErrNoWorkerFree):
 		return domain.Kindf(domain.ErrWorkersExhausted, "node %s could not take a worker id of namespace %q: every one is held or resting: %v", s.cfg.Node, ns, err)
 	case errors.Is(err, client.ErrLeaseExpired):
