@@ -174,6 +174,15 @@ func Start(cfg Config) (*Server, error) {
 		ForwardTransport: peerTransport,
 		Unsafe:           cfg.UnsafeHandler,
 	})
+	// Before the API serves: its handlers read s.snowflake. The leases of
+	// --snowflake-namespaces are asked for through the API, in the
+	// background, until it answers.
+	if err := s.startSnowflake(advertise); err != nil {
+		_ = node.Shutdown(context.Background(), false)
+		cancel()
+		closeListeners()
+		return nil, err
+	}
 	s.http = &http.Server{
 		ConnState:         s.newConns.track,
 		Handler:           s.api.Handler(),
@@ -190,10 +199,6 @@ func Start(cfg Config) (*Server, error) {
 		s.serveErr <- err
 	}()
 	s.startRESP(peerTransport)
-	if err := s.startSnowflake(advertise); err != nil {
-		_ = s.Kill()
-		return nil, err
-	}
 	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
 	s.wg.Add(2)
 	go s.membershipLoop(advertise)
@@ -228,8 +233,13 @@ func (s *Server) startSnowflake(advertise string) error {
 		_ = self.Close()
 		return err
 	}
+	if err := svc.Start(s.cfg.SnowflakeNamespaces); err != nil {
+		_ = svc.Close()
+		_ = self.Close()
+		return err
+	}
 	s.selfAPI, s.snowflake = self, svc
-	return svc.Start(s.cfg.SnowflakeNamespaces)
+	return nil
 }
 
 // killableTransport carries the Snowflake lease keepers' requests to this
