@@ -800,6 +800,9 @@ func problemOf(status int, data []byte) api.Problem {
 			p.WorkerID = &w
 		}
 		_ = json.Unmarshal(m["earliest_free_ms"], &p.EarliestFreeMs)
+		// The Snowflake service's (issue #32).
+		p.Namespace, p.Node = str("namespace"), str("node")
+		_ = json.Unmarshal(m["clock_behind_ms"], &p.ClockBehindMs)
 	}
 	if p.Type != "" || p.Title != "" || p.Detail != "" {
 		if p.Title == "" {

@@ -19,7 +19,9 @@ var (
 
 	// ErrExhausted: the sequence has fewer IDs left than asked for. A
 	// sequence never gets IDs back, so a Sequence that saw it keeps
-	// returning it once its cache is empty. Not retried.
+	// returning it once its cache is empty. Not retried. A
+	// SnowflakeRemote returns it when the namespace's timestamp bits ran
+	// out (problem type timestamp-exhausted).
 	ErrExhausted = errors.New("ticketd: sequence exhausted")
 
 	// ErrConflict: the sequence exists with other settings, or a member

@@ -98,3 +98,56 @@ func BenchmarkSnowflakeLease_NextN100Wide(b *testing.B) {
 	}
 	reportIDs(b, 100)
 }
+
+// BenchmarkSnowflakeRemote_Next_FullBuffer measures Next while the buffer
+// holds IDs: one atomic add, and a lock once per batch to install the batch
+// fetched ahead. The fetches (of 10,000 IDs from an in-process stand-in,
+// snowflake_remote_test.go) mostly run with the timer stopped: the loop
+// takes only the IDs buffered, then waits, untimed, for the next batch (the
+// fetch that installing a batch starts overlaps the timed loop). A Next that
+// had to wait for the network would show in the waits metric.
+func BenchmarkSnowflakeRemote_Next_FullBuffer(b *testing.B) {
+	f := newIDsStandIn("n1", 1)
+	b.Cleanup(f.Close)
+	c, err := client.New([]string{f.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	// The low-water mark at the batch size: each batch starts the next
+	// fetch as it is installed, so the wait below finds two batches.
+	r, err := c.SnowflakeRemote("orders", client.WithRemoteBatch(api.MaxSnowflakeIDs), client.WithRemoteLowWater(api.MaxSnowflakeIDs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close() })
+	ctx := context.Background()
+	if _, err := r.Next(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		b.StopTimer()
+		var buffered int64
+		if err := waitFor(10*time.Second, func() bool {
+			st := r.Stats()
+			buffered = st.Cached
+			return !st.Fetching && st.Cached > api.MaxSnowflakeIDs // a batch fetched ahead
+		}); err != nil {
+			b.Fatal(err)
+		}
+		waits := r.Stats().Waits
+		b.StartTimer()
+		for ; buffered > 1 && i < b.N; buffered, i = buffered-1, i+1 {
+			if _, err := r.Next(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if w := r.Stats().Waits; w != waits {
+			b.Fatalf("%d Next calls waited on the network with IDs buffered", w-waits)
+		}
+		b.StartTimer()
+	}
+}

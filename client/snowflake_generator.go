@@ -168,6 +168,18 @@ func snowflakeError(err error) error {
 		return fmt.Errorf("%w: %w", ErrNoWorkerFree, err)
 	case api.ProblemNamespaceNotFound:
 		return fmt.Errorf("%w: %w", ErrNamespaceNotFound, err)
+	// The problems of a node's Snowflake service (POST
+	// /v1/namespaces/{name}/ids, issue #32).
+	case api.ProblemWorkersExhausted:
+		return fmt.Errorf("%w: %w", ErrNoWorkerFree, err)
+	case api.ProblemNoWorkerLease:
+		return fmt.Errorf("%w: %w", ErrNoWorkerLease, err)
+	case api.ProblemTimestampExhausted:
+		return fmt.Errorf("%w: %w", ErrExhausted, err)
+	case api.ProblemClockBehind:
+		cb := &ClockBehindError{Behind: time.Duration(max(ae.Problem.ClockBehindMs, 0)) * time.Millisecond,
+			detail: fmt.Sprintf("node %s (%s)", ae.Problem.Node, ae.Endpoint)}
+		return fmt.Errorf("%w: %w", cb, err)
 	case api.ProblemWorkerUnavailable:
 		p := ae.Problem
 		e := &WorkerUnavailableError{Holder: p.Holder, State: p.State, EndReason: p.EndReason, Err: ae}
