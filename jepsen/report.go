@@ -113,6 +113,9 @@ svg text{font:11px system-ui,sans-serif}
 	l, sf, m := r.Leases, r.Snowflake, r.Migration
 	check("Snowflake IDs", sf.Valid, fmt.Sprintf("%d IDs from %d generators, %d tenures, %d leases seen; %d issued twice, %d not increasing, %d overlapping tenures of one worker id",
 		sf.IDs, sf.Generators, sf.Tenures, sf.Leases, sf.Duplicates, sf.NonIncreasing, sf.Overlaps))
+	if ns := r.NodeSnowflake; ns.IDs > 0 || len(ns.Requests) > 0 || !ns.Valid {
+		check("server-made Snowflake IDs (HTTP and Redis protocol, by tenure)", ns.Valid, ns.Summary())
+	}
 	check("leases (idempotent acquire, growing tokens, one holder)", l.Valid, fmt.Sprintf("%d grants (%d ok answers, %d deliberate resends), %d releases; %d answers naming another lease for one request id, %d tokens not above an earlier grant, %d worker ids granted while held",
 		l.Grants, l.Acquires, l.Resends, l.Releases, l.NotIdempotent, l.TokenRegressions, l.DoubleGrants))
 	check("migration (backup, restore into a new cluster)", m.Valid, fmt.Sprintf("%d backups, %d of %d restores accepted; restored clusters: %d ranges (%d IDs), %d lease grants; %d IDs issued by both clusters, %d twice by a restored one, %d ranges not lifted, %d restores accepted onto a non-empty cluster, %d tokens not above the main cluster's",
