@@ -192,6 +192,19 @@ svg text{font:11px system-ui,sans-serif}
 		b.WriteString(`</table>`)
 	}
 
+	if ns := r.NodeSnowflake; len(ns.TenureList) > 0 {
+		fmt.Fprintf(&b, `<h2>Server-made Snowflake: tenures</h2><p>Each row one node's lease of one worker id (one grant of the audit): its requests and IDs, the ticks of its lowest and highest ID and the first tick its floor allowed (−1: not seen in a listing), and the real time from its first request's invocation to its last's completion. %d tenures`, ns.Tenures)
+		if ns.Tenures > len(ns.TenureList) {
+			fmt.Fprintf(&b, `, the first %d shown`, len(ns.TenureList))
+		}
+		b.WriteString(`.</p><table><tr><th class="l">node</th><th>worker</th><th>token</th><th>requests</th><th>IDs</th><th>floor tick</th><th>first tick</th><th>last tick</th><th>from (s)</th><th>to (s)</th></tr>`)
+		for _, t := range ns.TenureList {
+			fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td></tr>`,
+				e(t.Node), t.Worker, t.Token, t.Requests, t.IDs, t.FloorTick, t.FirstTick, t.LastTick, t.FromMs/1000, t.ToMs/1000)
+		}
+		b.WriteString(`</table>`)
+	}
+
 	b.WriteString(`<h2>Latency (ms)</h2><table><tr><th class="l">operation</th><th class="l">outcome</th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>`)
 	for _, f := range sortedMapKeys(r.Latency) {
 		for _, oc := range []string{checker.OK, checker.Fail, checker.Unknown} {
