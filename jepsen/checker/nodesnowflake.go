@@ -270,18 +270,32 @@ func (r *NodeSnowflakeResult) attribute(reqs []*nsReq, a *Audit) []*NodeTenure {
 		t.ops = append(t.ops, o)
 		t.lastDone = max(t.lastDone, o.Complete)
 	}
-	// Floors: a listing's lease is the grant of its worker id and holder
-	// stamped with its GrantedMs.
-	floors := map[string]LeaseFloor{}
+	// Floors: a listing's lease is a grant of its worker id and holder
+	// stamped with its GrantedMs. The stamps are the FSM's lease clock,
+	// which a clock step forward holds still until real time catches up:
+	// then a holder's successive grants of a worker id carry the same
+	// stamp, and the listing that showed a floor tells which one by when
+	// it was read (the grant the audit showed last by then, else the next).
 	for _, f := range a.Floors {
-		floors[fmt.Sprintf("%s/%d/%s/%d", f.Namespace, f.WorkerID, f.Holder, f.GrantedMs)] = f
-	}
-	for _, g := range a.Leases {
-		if f, ok := floors[fmt.Sprintf("%s/%d/%s/%d", g.Namespace, g.WorkerID, g.Holder, g.TimeMs)]; ok {
-			if t := byToken[fmt.Sprintf("%s/%d", g.Namespace, g.Token)]; t != nil {
-				t.FloorTick = f.FloorTick
-				r.Floors++
+		gs := grants[key{f.Namespace, f.Holder, f.WorkerID}]
+		var g *AuditRecord
+		for i := range gs {
+			if gs[i].TimeMs != f.GrantedMs {
+				continue
 			}
+			if gs[i].SeenNs <= f.SeenNs || g == nil {
+				g = &gs[i]
+			}
+			if gs[i].SeenNs > f.SeenNs {
+				break
+			}
+		}
+		if g == nil {
+			continue
+		}
+		if t := byToken[fmt.Sprintf("%s/%d", g.Namespace, g.Token)]; t != nil && t.FloorTick < 0 {
+			t.FloorTick = f.FloorTick
+			r.Floors++
 		}
 	}
 	r.Tenures = len(out)

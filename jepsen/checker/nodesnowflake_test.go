@@ -130,3 +130,21 @@ func TestNodeSnowflake_ServedAfterRawGrant(t *testing.T) {
 		t.Fatalf("serving after a raw grant not caught: %+v", r)
 	}
 }
+
+// After a clock step forward the FSM's lease stamps stand still: a node's
+// two grants of one worker id carry the same granted_ms, and each floor
+// goes to the grant the audit showed by the time its listing was read.
+func TestNodeSnowflake_FloorsOfGrantsWithOneStamp(t *testing.T) {
+	ops := []Op{
+		nsf(1, "n1", "http", 100, 101, 0, 0, 200),
+		nsf(2, "n1", "http", 20000, 20001, 0, 0, 900),
+	}
+	a := nsfAudit(30000, nsfGrant("n1", 0, 10, 50, 7), nsfGrant("n1", 0, 40, 19000, 7))
+	f1, f2 := nsfFloor("n1", 0, 7, 150), nsfFloor("n1", 0, 7, 800)
+	f1.SeenNs, f2.SeenNs = 60*msNs, 19010*msNs
+	a.Floors = []LeaseFloor{f1, f2}
+	r := CheckNodeSnowflake(ops, a)
+	if !r.Valid || r.Floors != 2 || r.TenureList[0].FloorTick != 150 || r.TenureList[1].FloorTick != 800 {
+		t.Fatalf("floors of one stamp: %+v", r)
+	}
+}
