@@ -26,13 +26,18 @@ type auditTail struct {
 	pollMu sync.Mutex // one pass at a time
 	node   *Node      // the node the last pass read from
 
-	mu    sync.Mutex
-	after uint64 // the last record read
-	a     checker.Audit
+	// leaseNS are the namespaces whose lease grants it keeps, with their
+	// layouts (for the floors of their lease listings).
+	leaseNS map[string]api.Namespace
+
+	mu     sync.Mutex
+	after  uint64 // the last record read
+	a      checker.Audit
+	floors map[checker.LeaseFloor]bool
 }
 
-func newAuditTail(c *Cluster, now func() int64) *auditTail {
-	return &auditTail{c: c, now: now, a: checker.Audit{Type: "audit"}}
+func newAuditTail(c *Cluster, now func() int64, leaseNS map[string]api.Namespace) *auditTail {
+	return &auditTail{c: c, now: now, a: checker.Audit{Type: "audit"}, leaseNS: leaseNS, floors: map[checker.LeaseFloor]bool{}}
 }
 
 // run polls every interval until ctx ends.
@@ -57,15 +62,21 @@ func (t *auditTail) poll(ctx context.Context) error {
 			t.mu.Lock()
 			t.a.Polls = append(t.a.Polls, checker.AuditPoll{StartNs: start, EndNs: t.now(), Seq: t.after})
 			t.mu.Unlock()
+			t.pollFloors(ctx)
 			return nil
 		}
 		t.mu.Lock()
 		if first := l.Records[0].Seq; first > t.after+1 {
 			t.a.Gaps = append(t.a.Gaps, checker.SeqRange{From: t.after + 1, To: first - 1})
 		}
+		seen := t.now()
 		for _, r := range l.Records {
 			if r.Kind == checker.AuditKindRaise {
 				t.a.Raises = append(t.a.Raises, checker.AuditRecord{Seq: r.Seq, Index: r.Index, Kind: r.Kind, Sequence: r.Sequence, First: r.First, Last: r.Last})
+			}
+			if _, ok := t.leaseNS[r.Namespace]; ok && r.Kind == checker.AuditKindLease {
+				t.a.Leases = append(t.a.Leases, checker.AuditRecord{Seq: r.Seq, Index: r.Index, Kind: r.Kind, Namespace: r.Namespace,
+					WorkerID: r.WorkerID, Holder: r.Holder, Token: r.Token, TimeMs: r.TimeMs, PrevToken: r.PrevToken, SeenNs: seen})
 			}
 			t.after = max(t.after, r.Seq)
 		}
@@ -97,6 +108,28 @@ func (t *auditTail) page(ctx context.Context) (api.AuditList, error) {
 	return l, err
 }
 
+// pollFloors reads the lease listings of leaseNS and keeps each lease's
+// floor the first time it is seen (a listing that fails is skipped: the
+// floor checks are made where floors are known).
+func (t *auditTail) pollFloors(ctx context.Context) {
+	for ns, layout := range t.leaseNS {
+		fs, err := t.pollLeaseFloors(ctx, ns, layout)
+		if err != nil {
+			continue
+		}
+		t.mu.Lock()
+		for _, f := range fs {
+			k := f
+			k.SeenNs = 0
+			if !t.floors[k] {
+				t.floors[k] = true
+				t.a.Floors = append(t.a.Floors, f)
+			}
+		}
+		t.mu.Unlock()
+	}
+}
+
 // snapshot copies what the tail has read so far.
 func (t *auditTail) snapshot() *checker.Audit {
 	t.mu.Lock()
@@ -105,5 +138,7 @@ func (t *auditTail) snapshot() *checker.Audit {
 	a.Raises = append([]checker.AuditRecord(nil), t.a.Raises...)
 	a.Polls = append([]checker.AuditPoll(nil), t.a.Polls...)
 	a.Gaps = append([]checker.SeqRange(nil), t.a.Gaps...)
+	a.Leases = append([]checker.AuditRecord(nil), t.a.Leases...)
+	a.Floors = append([]checker.LeaseFloor(nil), t.a.Floors...)
 	return &a
 }

@@ -80,6 +80,15 @@ type config struct {
 	SnowflakeRate    float64
 	SnowflakeCycle   time.Duration
 	LeaseWorkers     int
+	// ServerSnowflakeWorkers ask random nodes for server-made Snowflake
+	// IDs of a namespace of ServerSnowflakeMaxWorkers worker ids
+	// (serverflake.go).
+	ServerSnowflakeWorkers    int
+	ServerSnowflakeMaxWorkers int
+	// ServerSnowflakeLeaseWorkers acquire and release worker ids of that
+	// namespace over the raw API, so that an id a node let go is taken
+	// soon after it rests.
+	ServerSnowflakeLeaseWorkers int
 	// LeaseHold is the longest a raw lease worker holds a lease before it
 	// releases it (each hold is drawn from 20 ms up to it).
 	LeaseHold time.Duration
@@ -169,6 +178,9 @@ func run(args []string) int {
 	fs.Float64Var(&cfg.SnowflakeRate, "snowflake-rate", 200, "IDs per second each Snowflake generator issues (in bursts every 50 ms)")
 	fs.DurationVar(&cfg.SnowflakeCycle, "snowflake-cycle", 15*time.Second, "each Snowflake goroutine closes its generator (releasing its worker id) and starts a new one, a new holder, this often (0: never)")
 	fs.IntVar(&cfg.LeaseWorkers, "lease-workers", 2, "raw HTTP lease workers on namespace jep-lease (64 worker ids): acquire with a request id, retry unknown outcomes and sometimes resend with the same id, release")
+	fs.IntVar(&cfg.ServerSnowflakeWorkers, "server-snowflake-workers", 0, "workers asking random nodes for server-made Snowflake IDs of namespace jep-nodesf (3 s leases, 6 s recycle delay), counts 1..100, over HTTP (POST /v1/namespaces/{name}/ids) and, in process mode with network namespaces, half of them over the Redis protocol (TICKETD.SNOWFLAKE; the nodes then listen on :6379); every ID is checked against the lease grants in the audit")
+	fs.IntVar(&cfg.ServerSnowflakeMaxWorkers, "server-snowflake-max-workers", 8, "worker ids of namespace jep-nodesf: few, so that worker ids change hands among the nodes")
+	fs.IntVar(&cfg.ServerSnowflakeLeaseWorkers, "server-snowflake-lease-workers", 0, "raw lease workers on namespace jep-nodesf (as --lease-workers): they take the worker ids the nodes let go as soon as they have rested, so that a node still serving under an ended lease meets a later holder")
 	fs.DurationVar(&cfg.LeaseHold, "lease-hold", 100*time.Millisecond, "a raw lease worker holds each lease for 20 ms up to this long (at most 2s, under the 3 s TTL) before releasing it: longer holds mean more leases held at any moment")
 	clockSteps := fs.String("clock-steps", joinDurations(clockSizes), "the sizes the clock nemesis steps a wall clock by, each forward or back (comma-separated durations, up to 24h)")
 	fs.BoolVar(&cfg.Migration, "migration", true, "back the main cluster up under load and restore it into a fresh cluster (process mode), once per run")
@@ -300,8 +312,12 @@ func (c *config) validate() error {
 		return errors.New("--upgrade: want --nodes >= 4 (a rollback of two replaced nodes needs three replaced and one left)")
 	}
 	switch {
-	case c.SnowflakeWorkers < 0 || c.LeaseWorkers < 0:
-		return errors.New("--snowflake-workers and --lease-workers must not be negative")
+	case c.SnowflakeWorkers < 0 || c.LeaseWorkers < 0 || c.ServerSnowflakeWorkers < 0:
+		return errors.New("--snowflake-workers, --lease-workers and --server-snowflake-workers must not be negative")
+	case c.ServerSnowflakeLeaseWorkers > 0 && c.ServerSnowflakeWorkers <= 0:
+		return errors.New("--server-snowflake-lease-workers goes with --server-snowflake-workers")
+	case c.ServerSnowflakeWorkers > 0 && (c.ServerSnowflakeMaxWorkers < 1 || c.ServerSnowflakeMaxWorkers > 1024):
+		return errors.New("--server-snowflake-max-workers: want 1..1024")
 	case c.LeaseHold <= 20*time.Millisecond || c.LeaseHold > 2*time.Second:
 		return errors.New("--lease-hold: want more than 20ms and at most 2s")
 	case c.SnowflakeWorkers > 0 && (c.SnowflakeRate < 20 || c.SnowflakeRate > 100_000):
@@ -320,7 +336,7 @@ func (c *config) validate() error {
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
 	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry",
-	"grouped-blocks-ignore-level"}
+	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor"}
 
 // flagSet reports whether the command line set the named flag.
 func flagSet(fs *flag.FlagSet, name string) bool {

@@ -107,16 +107,17 @@ func TestVerdict(t *testing.T) {
 	valid.Valid, valid.Lost.Checked = true, true
 	valid.WellFormed.Valid, valid.Uniqueness.Valid, valid.Linearizable.Valid, valid.Reads.Valid = true, true, true, true
 	valid.Leases.Valid, valid.Snowflake.Valid, valid.Migration.Valid, valid.Raises.Valid = true, true, true, true
-	valid.UnknownRaises.Valid = true
+	valid.UnknownRaises.Valid, valid.NodeSnowflake.Valid = true, true
 	if v := verdict(&valid); v != exitValid {
 		t.Fatalf("valid → %d", v)
 	}
 	for name, broken := range map[string]func(*runResults){
-		"lease":         func(r *runResults) { r.Leases.Valid = false },
-		"snowflake":     func(r *runResults) { r.Snowflake.Valid = false },
-		"migration":     func(r *runResults) { r.Migration.Valid = false },
-		"raise":         func(r *runResults) { r.Raises.Valid = false },
-		"unknown raise": func(r *runResults) { r.UnknownRaises.Valid = false },
+		"lease":                 func(r *runResults) { r.Leases.Valid = false },
+		"snowflake":             func(r *runResults) { r.Snowflake.Valid = false },
+		"migration":             func(r *runResults) { r.Migration.Valid = false },
+		"raise":                 func(r *runResults) { r.Raises.Valid = false },
+		"unknown raise":         func(r *runResults) { r.UnknownRaises.Valid = false },
+		"server-made snowflake": func(r *runResults) { r.NodeSnowflake.Valid = false },
 	} {
 		b := valid
 		b.Valid = false

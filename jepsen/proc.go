@@ -225,6 +225,9 @@ func (b *procBackend) start(ctx context.Context, n *Node, initial string) error 
 		args = append(args, b.cfg.legacyTimingArgs()...)
 	} else {
 		args = append(args, b.cfg.timingArgs()...)
+		if b.respEnabled() {
+			args = append(args, "--resp-addr", fmt.Sprintf("%s:%d", n.Host, respPort))
+		}
 	}
 	spec := proc.Spec{Path: bin, Args: args, Env: []string{"TICKETD_TOKENS=" + b.cfg.tokensEnv()},
 		Log:    filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, st.runs+1)),

@@ -113,6 +113,9 @@ svg text{font:11px system-ui,sans-serif}
 	l, sf, m := r.Leases, r.Snowflake, r.Migration
 	check("Snowflake IDs", sf.Valid, fmt.Sprintf("%d IDs from %d generators, %d tenures, %d leases seen; %d issued twice, %d not increasing, %d overlapping tenures of one worker id",
 		sf.IDs, sf.Generators, sf.Tenures, sf.Leases, sf.Duplicates, sf.NonIncreasing, sf.Overlaps))
+	if ns := r.NodeSnowflake; ns.IDs > 0 || len(ns.Requests) > 0 || !ns.Valid {
+		check("server-made Snowflake IDs (HTTP and Redis protocol, by tenure)", ns.Valid, ns.Summary())
+	}
 	check("leases (idempotent acquire, growing tokens, one holder)", l.Valid, fmt.Sprintf("%d grants (%d ok answers, %d deliberate resends), %d releases; %d answers naming another lease for one request id, %d tokens not above an earlier grant, %d worker ids granted while held",
 		l.Grants, l.Acquires, l.Resends, l.Releases, l.NotIdempotent, l.TokenRegressions, l.DoubleGrants))
 	check("migration (backup, restore into a new cluster)", m.Valid, fmt.Sprintf("%d backups, %d of %d restores accepted; restored clusters: %d ranges (%d IDs), %d lease grants; %d IDs issued by both clusters, %d twice by a restored one, %d ranges not lifted, %d restores accepted onto a non-empty cluster, %d tokens not above the main cluster's",
@@ -185,6 +188,19 @@ svg text{font:11px system-ui,sans-serif}
 		for _, t := range sf.TenureList {
 			fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td></tr>`,
 				e(t.Session), t.Worker, t.Token, t.IDs, t.FirstTick, t.LastTick, t.FromMs/1000, t.ToMs/1000)
+		}
+		b.WriteString(`</table>`)
+	}
+
+	if ns := r.NodeSnowflake; len(ns.TenureList) > 0 {
+		fmt.Fprintf(&b, `<h2>Server-made Snowflake: tenures</h2><p>Each row one node's lease of one worker id (one grant of the audit): its requests and IDs, the ticks of its lowest and highest ID and the first tick its floor allowed (−1: not seen in a listing), and the real time from its first request's invocation to its last's completion. %d tenures`, ns.Tenures)
+		if ns.Tenures > len(ns.TenureList) {
+			fmt.Fprintf(&b, `, the first %d shown`, len(ns.TenureList))
+		}
+		b.WriteString(`.</p><table><tr><th class="l">node</th><th>worker</th><th>token</th><th>requests</th><th>IDs</th><th>floor tick</th><th>first tick</th><th>last tick</th><th>from (s)</th><th>to (s)</th></tr>`)
+		for _, t := range ns.TenureList {
+			fmt.Fprintf(&b, `<tr><td class="l">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td></tr>`,
+				e(t.Node), t.Worker, t.Token, t.Requests, t.IDs, t.FloorTick, t.FirstTick, t.LastTick, t.FromMs/1000, t.ToMs/1000)
 		}
 		b.WriteString(`</table>`)
 	}

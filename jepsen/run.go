@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/jepsen/checker"
 )
 
@@ -190,7 +191,8 @@ func execute(ctx context.Context, cfg *config) int {
 		Faults: cfg.Faults, FaultsBuild: cfg.faultsBuild(), Started: t0.UTC(), NodeFlags: cfg.timingArgs(),
 		ManySequences: len(w.many),
 		Workers: map[string]int{"raw": cfg.RawWorkers, "small": cfg.SmallWorkers, "readers": cfg.Readers, "read_after_write": cfg.RWWorkers, "raise": cfg.RaiseWorkers,
-			"sdk": cfg.SDKWorkers, "many": cfg.ManyWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers},
+			"sdk": cfg.SDKWorkers, "many": cfg.ManyWorkers, "snowflake": cfg.SnowflakeWorkers, "lease": cfg.LeaseWorkers,
+			"server_snowflake": cfg.ServerSnowflakeWorkers},
 	}
 
 	// The workload and the nemeses run until the time limit, the cycles
@@ -198,8 +200,8 @@ func execute(ctx context.Context, cfg *config) int {
 	// harness is interrupted.
 	runCtx, cancelRun := context.WithTimeout(ctx, cfg.TimeLimit)
 	defer cancelRun()
-	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d raise, %d SDK, %d Snowflake, %d lease workers; nemeses: %s",
-		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.RaiseWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, strings.Join(kinds, " "))
+	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d raise, %d SDK, %d Snowflake, %d lease, %d server-made Snowflake workers; nemeses: %s",
+		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.RaiseWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, cfg.ServerSnowflakeWorkers, strings.Join(kinds, " "))
 	w.start(runCtx, cfg.Seed)
 	// The audit is read as the run goes (audittail.go), until the final
 	// reads are done, for the raises whose outcome is unknown.
@@ -207,12 +209,19 @@ func execute(ctx context.Context, cfg *config) int {
 	tailCtx, cancelTail := context.WithCancel(ctx)
 	defer cancelTail()
 	var tailWG sync.WaitGroup
-	if cfg.RaiseWorkers > 0 {
-		tail = newAuditTail(c, rec.now)
+	if cfg.RaiseWorkers > 0 || cfg.ServerSnowflakeWorkers > 0 {
+		leaseNS := map[string]api.Namespace{}
+		every := 2 * time.Second
+		if cfg.ServerSnowflakeWorkers > 0 {
+			// Read often: a server-made ID is put in its tenure by the
+			// grants read by then (checker.CheckNodeSnowflake).
+			leaseNS[nodesfNamespace], every = w.nodesfLayout, time.Second
+		}
+		tail = newAuditTail(c, rec.now, leaseNS)
 		tailWG.Add(1)
 		go func() {
 			defer tailWG.Done()
-			tail.run(tailCtx, 2*time.Second)
+			tail.run(tailCtx, every)
 		}()
 	}
 	for _, n := range []string{w.sdkNote, w.sfNote, clockNote} {
@@ -254,6 +263,15 @@ func execute(ctx context.Context, cfg *config) int {
 				if why == "" && tail != nil {
 					if u := checker.CheckUnknownRaises(ops, tail.snapshot()); !u.Valid {
 						why = fmt.Sprintf("below a raise with an unknown outcome: %s (seq %s)", u.Examples[0].Detail, u.Examples[0].Seq)
+					}
+				}
+				if why == "" && cfg.ServerSnowflakeWorkers > 0 {
+					var a *checker.Audit
+					if tail != nil {
+						a = tail.snapshot()
+					}
+					if u := checker.CheckNodeSnowflake(ops, a); !u.Valid {
+						why = fmt.Sprintf("server-made snowflake: %s", u.Examples[0].Detail)
 					}
 				}
 				if why != "" {
@@ -411,7 +429,7 @@ func execute(ctx context.Context, cfg *config) int {
 func verdict(r *runResults) int {
 	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
 		!r.Reads.Valid || !r.Raises.Valid || !r.UnknownRaises.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
-		!r.Leases.Valid || !r.Snowflake.Valid || !r.Migration.Valid ||
+		!r.Leases.Valid || !r.Snowflake.Valid || !r.NodeSnowflake.Valid || !r.Migration.Valid ||
 		(r.Run.Upgrade != nil && len(r.Run.Upgrade.Problems) > 0)
 	switch {
 	case broken:
@@ -469,6 +487,9 @@ func summarize(logf func(string, ...any), r *runResults) {
 	l, sf, m := r.Leases, r.Snowflake, r.Migration
 	logf("snowflake: %d IDs from %d generators, %d tenures, %d leases seen; duplicates %d, not increasing %d, overlapping tenures %d",
 		sf.IDs, sf.Generators, sf.Tenures, sf.Leases, sf.Duplicates, sf.NonIncreasing, sf.Overlaps)
+	if ns := r.NodeSnowflake; ns.IDs > 0 || len(ns.Requests) > 0 {
+		logf("server-made snowflake: %s", ns.Summary())
+	}
 	logf("leases: %d grants (%d ok answers, %d resends), %d releases; not idempotent %d, token regressions %d, granted while held %d",
 		l.Grants, l.Acquires, l.Resends, l.Releases, l.NotIdempotent, l.TokenRegressions, l.DoubleGrants)
 	logf("migration: %d backups, %d restores accepted of %d attempts; restored clusters: %d ranges (%d IDs), %d leases; IDs on both %d, duplicates %d, not lifted %d, second restores accepted %d, tokens not above %d",

@@ -64,6 +64,9 @@ type workload struct {
 	sdkClients []*client.Client
 	sdkNote    string
 	sfNote     string
+
+	// nodesfLayout is the layout of the server-made Snowflake namespace.
+	nodesfLayout api.Namespace
 }
 
 func newWorkload(cfg *config, c *Cluster, rec *recorder, hc *http.Client, logf func(string, ...any)) *workload {
@@ -88,7 +91,10 @@ func (w *workload) setup(ctx context.Context) error {
 	if err := w.setupMany(ctx); err != nil {
 		return err
 	}
-	return w.setupNamespaces(ctx)
+	if err := w.setupNamespaces(ctx); err != nil {
+		return err
+	}
+	return w.setupNodeSnowflake(ctx)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -187,6 +193,7 @@ func (w *workload) start(ctx context.Context, seed uint64) {
 	}
 	w.startSDK(ctx, spawn)
 	w.startSnowflake(spawn)
+	w.startNodeSnowflake(spawn)
 	for i := 0; i < w.cfg.LeaseWorkers; i++ {
 		spawn(func(worker int, rnd *rand.Rand) { w.leaseWorker(w.c, leaseNamespace, worker, rnd, w.stop) })
 	}

@@ -4,7 +4,8 @@
 # fault; the clock kind makes the harness run the faults build, with nothing
 # planted, for its /unsafe/clock control) under every workload (sequences,
 # 300 sequences picked at random by 12 workers so that many wait for blocks
-# at once, SDK, Snowflake generators, raw leases), then the final heal, the
+# at once, SDK, Snowflake generators, raw leases, server-made Snowflake IDs
+# from random nodes over HTTP and the Redis protocol), then the final heal, the
 # migration (backup under load, restore
 # into a fresh 3-node cluster, a second restore that must be refused) and
 # every checker. The run is bounded to under 5 minutes of wall clock (after the
@@ -34,7 +35,7 @@ budget=290
 args=(--nodes 5 --nemesis all --schedule cycle --cycles 1 --time-limit 3m
       --fault-min 2s --fault-max 3s --quiet 1s --final-workload 3s
       --many-sequences 300 --many-workers 12
-      --snowflake-workers 2 --lease-workers 2 --migration --out "$out")
+      --snowflake-workers 2 --lease-workers 2 --server-snowflake-workers 2 --migration --out "$out")
 if [[ $(id -u) == 0 ]]; then
   args+=(--require-all-kinds)
 else

@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all eleven
+#   scripts/jepsen-faults.sh                       # all thirteen
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -14,7 +14,7 @@ jepsen_require_root
 faults=("$@")
 (( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks raise-no-cut raise-cut-by-caller skip-barrier
   restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry
-  grouped-blocks-ignore-level)
+  grouped-blocks-ignore-level snowflake-serve-after-lease snowflake-ignore-floor)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -88,6 +88,23 @@ for f in "${faults[@]}"; do
     # an older one follows, the older one stops on an entry of a type it
     # does not know, and the upgrade check reports it. No nemesis needed.
     grouped-blocks-ignore-level) prof=(--nodes 5 --upgrade --nemesis none --many-workers 12) ;;
+    # A node keeps making Snowflake IDs past its lease's deadline. The
+    # leader cut off from its peers for longer than the TTL plus the recycle
+    # delay (3 s + 6 s) cannot renew; clients still reach it. Its worker id
+    # ends and rests on the majority's side, then raw lease workers on the
+    # same namespace take it (4 worker ids for 3 nodes: a free id is taken
+    # at once), while the old node still serves under it.
+    snowflake-serve-after-lease) prof=(--nemesis partition-leader --fault-min 11s --fault-max 14s
+      --server-snowflake-workers 4 --server-snowflake-max-workers 4 --server-snowflake-lease-workers 2) ;;
+    # A node's new lease of a worker id ignores the id's timestamp floor.
+    # The clock nemesis steps a node forward by minutes: its generator drops
+    # its lease (the clock passed the deadline) and takes another, making
+    # IDs minutes ahead; a kill or the step back ends that lease too. When
+    # that worker id goes to a node whose clock reads the true time, its
+    # IDs land below the old tenure's. 4 worker ids for 3 nodes, so that
+    # ids are reused within the minutes the step is ahead.
+    snowflake-ignore-floor) prof=(--nemesis clock,kill-random --clock-steps 30s,2m,10m --fault-min 2s --fault-max 3s
+      --server-snowflake-workers 4 --server-snowflake-max-workers 4) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac
   JEPSEN_WAIT_IDLE=${JEPSEN_WAIT_IDLE:-300} jepsen_wait_idle

@@ -33,6 +33,7 @@ type Results struct {
 	Porcupine        *PorcupineResult          `json:"porcupine,omitempty"`
 	Leases           LeaseResult               `json:"leases"`
 	Snowflake        SnowflakeResult           `json:"snowflake"`
+	NodeSnowflake    NodeSnowflakeResult       `json:"node_snowflake"`
 	Migration        MigrationResult           `json:"migration"`
 	Availability     AvailabilityResult        `json:"availability"`
 	// Workloads are the figures of each workload tagged in the history
@@ -62,6 +63,7 @@ func Analyze(h *History, opt Options) Results {
 	r.UnknownRaises = CheckUnknownRaises(h.Ops, h.Audit)
 	r.Leases = CheckLeases(h.Ops)
 	r.Snowflake = CheckSnowflake(h.Ops)
+	r.NodeSnowflake = CheckNodeSnowflake(h.Ops, h.Audit)
 	r.Migration = CheckMigration(h.Ops)
 	if !opt.SkipPorcupine {
 		p := CheckPorcupine(h.Ops, opt.Porcupine)
@@ -120,6 +122,11 @@ func Analyze(h *History, opt Options) Results {
 	if !r.Snowflake.Valid {
 		reasons = append(reasons, fmt.Sprintf("snowflake: %d IDs issued twice, %d not increasing per generator, %d overlapping tenures of one worker id", r.Snowflake.Duplicates, r.Snowflake.NonIncreasing, r.Snowflake.Overlaps))
 		seen = append(seen, r.Snowflake.FirstSeenMs)
+	}
+	if ns := r.NodeSnowflake; !ns.Valid {
+		reasons = append(reasons, fmt.Sprintf("server-made snowflake: %d IDs served twice, %d requests out of order in a tenure, %d requests below IDs served before they were sent, %d IDs below an earlier tenure's, %d below their floor, %d past their lease's end bound, %d requests after a later tenure of the worker id served",
+			ns.Duplicates, ns.OutOfOrder, ns.BelowEarlierServed, ns.BelowEarlierTenure, ns.BelowFloor, ns.PastEnd, ns.AfterLease))
+		seen = append(seen, ns.FirstSeenMs)
 	}
 	if !r.Migration.Valid {
 		m := r.Migration

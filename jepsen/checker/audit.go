@@ -8,16 +8,46 @@ package checker
 // AuditKindRaise is the audit kind of a raise that moved a sequence's mark.
 const AuditKindRaise = "raise"
 
+// AuditKindLease is the audit kind of a worker-id lease grant.
+const AuditKindLease = "lease"
+
 // AuditRecord is one raise record: the entry at log Index moved Sequence's
-// mark from First-1 to Last (the raise's at_least). Seq numbers the audit's
-// records of every kind in the order they were made.
+// mark from First-1 to Last (the raise's at_least); or one lease grant of
+// the namespaces the Snowflake checks look at: worker WorkerID of
+// Namespace to Holder with Token, at TimeMs (the leader's clock, for the
+// match with the lease listings only). Seq numbers the audit's records of
+// every kind in the order they were made. SeenNs is the end of the pass
+// that first read it: the grant was applied before then.
 type AuditRecord struct {
 	Seq      uint64 `json:"seq"`
 	Index    uint64 `json:"index"`
 	Kind     string `json:"kind"`
-	Sequence string `json:"sequence"`
-	First    int64  `json:"first"`
-	Last     int64  `json:"last"`
+	Sequence string `json:"sequence,omitempty"`
+	First    int64  `json:"first,omitempty"`
+	Last     int64  `json:"last,omitempty"`
+
+	Namespace string `json:"namespace,omitempty"`
+	WorkerID  int64  `json:"worker_id,omitempty"`
+	Holder    string `json:"holder,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	TimeMs    int64  `json:"time_ms,omitempty"`
+	PrevToken uint64 `json:"prev_token,omitempty"`
+	SeenNs    int64  `json:"seen_ns,omitempty"`
+}
+
+// LeaseFloor is a lease as a listing of its namespace's leases showed it
+// (GET /v1/namespaces/{name}/leases, which names no token): matched to its
+// grant by worker id, holder and GrantedMs (the grant record's TimeMs).
+// FloorMs is the timestamp floor the grant handed the holder, FloorTick the
+// first tick of the namespace that starts above it (0: no floor).
+type LeaseFloor struct {
+	Namespace string `json:"namespace"`
+	WorkerID  int64  `json:"worker_id"`
+	Holder    string `json:"holder"`
+	GrantedMs int64  `json:"granted_ms"`
+	FloorMs   int64  `json:"floor_ms,omitempty"`
+	FloorTick int64  `json:"floor_tick,omitempty"`
+	SeenNs    int64  `json:"seen_ns"`
 }
 
 // AuditPoll is one pass of the harness through the audit, paged until it
@@ -40,6 +70,10 @@ type SeqRange struct {
 type Audit struct {
 	Type   string        `json:"type"` // always "audit"
 	Raises []AuditRecord `json:"raises"`
+	// Leases are the lease grants of the namespaces of the server-made
+	// Snowflake IDs, Floors what the lease listings showed of them.
+	Leases []AuditRecord `json:"leases,omitempty"`
+	Floors []LeaseFloor  `json:"floors,omitempty"`
 	Polls  []AuditPoll   `json:"polls"`
 	// Gaps are records the harness never read: the audit keeps only its
 	// latest records and had dropped them before a poll reached them.

@@ -43,6 +43,11 @@ const (
 	FAcquire = "acquire"
 	// FRelease is DELETE /v1/namespaces/{Seq}/leases/{LeaseWorker}.
 	FRelease = "release"
+	// FNodeSnowflake is a request for Count server-made Snowflake IDs of
+	// namespace Seq to node Node, over Protocol: IDs holds the answer, in
+	// order; LeaseWorker the worker id the node named (HTTP) or the IDs
+	// carry (RESP); SeqBits and WorkerBits the namespace's layout.
+	FNodeSnowflake = "node-snowflake"
 	// FBackup is GET /v1/backup on the main cluster, for Migration.
 	FBackup = "backup"
 	// FRestore is POST /v1/restore?advance=Advance on a restored cluster
@@ -125,6 +130,8 @@ type Op struct {
 	IDs        []int64 `json:"ids,omitempty"`
 	SeqBits    uint8   `json:"seq_bits,omitempty"`
 	WorkerBits uint8   `json:"worker_bits,omitempty"`
+	// Protocol is how a node-snowflake request went: "http" or "resp".
+	Protocol string `json:"protocol,omitempty"`
 	// Backup and restore: the backup's size, the restore's advance, and
 	// whether the restore was sent to a cluster that had issued IDs.
 	Bytes   int   `json:"bytes,omitempty"`

@@ -34,6 +34,9 @@ func quantiles(ns []int64) Quantiles {
 // restored cluster its name ("reserve@B1").
 func opKind(o *Op) string {
 	f := o.F
+	if o.Protocol != "" {
+		f += "/" + o.Protocol
+	}
 	if o.Workload != "" {
 		f += "/" + o.Workload
 	}
