@@ -85,6 +85,13 @@ type Config struct {
 	// node's Snowflake service takes at start; any other is taken on its
 	// first request (POST /v1/namespaces/{name}/ids).
 	SnowflakeNamespaces []string
+	// WallClockOffset, if set, is how far this node's wall clock is from
+	// time.Now (the fault suite's clock control; tests): the Snowflake
+	// generators read their wall and monotonic clocks from one time.Now
+	// and add it, so that the two halves of a reading never disagree by
+	// the time between two reads. Without it, a Cluster.WallClock is read
+	// by itself beside the monotonic clock.
+	WallClockOffset func() time.Duration
 	// SnowflakeLeaseWait is how long a Snowflake request waits for a lease
 	// when this node holds none in the namespace (0: idgen's default).
 	SnowflakeLeaseWait time.Duration

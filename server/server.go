@@ -223,7 +223,7 @@ func (s *Server) startSnowflake(advertise string) error {
 	svc, err := idgen.New(idgen.Config{
 		Node:      s.node.ID(),
 		Client:    self,
-		Clock:     nodeClock{wall: s.node.WallNow, base: time.Now()},
+		Clock:     s.snowflakeClock(),
 		Exists:    func(ns string) bool { _, ok := s.node.FSM().Namespace(ns); return ok },
 		LeaseWait: s.cfg.SnowflakeLeaseWait,
 		Options:   s.cfg.snowflakeOptions(),
@@ -269,14 +269,46 @@ func (k *killableTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// nodeClock is the Snowflake generators' clock: this node's wall clock (the
-// one the fault suite steps) and Go's monotonic clock.
-type nodeClock struct {
-	wall func() time.Time
-	base time.Time
+// snowflakeClock is the Snowflake generators' clock: this node's wall clock
+// (the one the fault suite steps) and Go's monotonic clock, both from one
+// time.Now where the wall clock is time.Now plus an offset. Two reads
+// would disagree by the time between them, and a thread descheduled there
+// (tens of ms on a busy host) looks to a generator like a step of the wall
+// clock: forward, then back, which it refuses as clock-behind.
+func (s *Server) snowflakeClock() client.Clock {
+	base := time.Now()
+	if off := s.cfg.WallClockOffset; off != nil {
+		return offsetClock{base: base, offset: off}
+	}
+	if wall := s.cfg.Cluster.WallClock; wall != nil {
+		return wallClock{base: base, wall: wall}
+	}
+	return offsetClock{base: base}
 }
 
-func (c nodeClock) Now() (time.Time, time.Duration) {
+// offsetClock reads time.Now once: the wall clock plus offset (none if
+// nil), and the monotonic time since base.
+type offsetClock struct {
+	base   time.Time
+	offset func() time.Duration
+}
+
+func (c offsetClock) Now() (time.Time, time.Duration) {
+	t := time.Now()
+	if c.offset != nil {
+		return t.Add(c.offset()).Round(0), t.Sub(c.base)
+	}
+	return t.Round(0), t.Sub(c.base)
+}
+
+// wallClock reads a wall clock given as a function beside the monotonic
+// clock: two reads (tests that give no offset).
+type wallClock struct {
+	base time.Time
+	wall func() time.Time
+}
+
+func (c wallClock) Now() (time.Time, time.Duration) {
 	m := time.Since(c.base)
 	return c.wall(), m
 }

@@ -43,7 +43,8 @@ func (c *nodeClocks) offset(id string) *atomic.Int64 {
 
 func (c *nodeClocks) tweak(id string, cfg *server.Config) {
 	o := c.offset(id)
-	cfg.Cluster.WallClock = func() time.Time { return time.Now().Add(time.Duration(o.Load())) }
+	cfg.WallClockOffset = func() time.Duration { return time.Duration(o.Load()) }
+	cfg.Cluster.WallClock = func() time.Time { return time.Now().Add(cfg.WallClockOffset()) }
 }
 
 // postIDs asks n for count IDs of ns and returns the answer or the problem

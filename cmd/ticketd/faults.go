@@ -72,7 +72,8 @@ func applyFaults(spec string, cfg *server.Config) error {
 // leases, timeouts and elections, cannot be offset from outside.
 func installClockControl(cfg *server.Config) {
 	var offsetMs atomic.Int64
-	cfg.Cluster.WallClock = func() time.Time { return time.Now().Add(time.Duration(offsetMs.Load()) * time.Millisecond) }
+	cfg.WallClockOffset = func() time.Duration { return time.Duration(offsetMs.Load()) * time.Millisecond }
+	cfg.Cluster.WallClock = func() time.Time { return time.Now().Add(cfg.WallClockOffset()) }
 	type clockState struct {
 		OffsetMs int64 `json:"offset_ms"`
 		NowMs    int64 `json:"now_ms"`
