@@ -190,7 +190,7 @@ func (b *sfHTTPBackend) newReserver(_ context.Context, i int) (reserver, error) 
 }
 
 func (b *sfHTTPBackend) note() string {
-	return "snowflake over HTTP: POST /v1/namespaces/<ns>/ids {\"count\":N}, worker i to target i%targets, never forwarded; every answer checked (count, strictly increasing, worker bits) and the answers of each worker id for overlaps"
+	return "snowflake over HTTP: POST /v1/namespaces/<ns>/ids {\"count\":N}, worker i to target i%targets, never forwarded; every answer checked (count, strictly increasing, worker bits) and every ID of the run for duplicates (as runs of consecutive IDs)"
 }
 
 func (b *sfHTTPBackend) close() { b.tr.CloseIdleConnections() }
@@ -360,7 +360,7 @@ func (b *sfRESPBackend) newReserver(_ context.Context, i int) (reserver, error) 
 }
 
 func (b *sfRESPBackend) note() string {
-	return "snowflake over the Redis protocol: TICKETD.SNOWFLAKE <ns> <count> -> array of integers, worker i to target i%targets (go-redis, a connection per worker); each answer checked (count, strictly increasing, one worker id in its bits) and the answers of each worker id for overlaps"
+	return "snowflake over the Redis protocol: TICKETD.SNOWFLAKE <ns> <count> -> array of integers, worker i to target i%targets (go-redis, a connection per worker); each answer checked (count, strictly increasing, one worker id in its bits) and every ID of the run for duplicates (as runs of consecutive IDs)"
 }
 
 func (b *sfRESPBackend) close() {

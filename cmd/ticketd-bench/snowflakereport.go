@@ -168,7 +168,7 @@ const sfTitle = "Snowflake IDs made by the nodes (issue 32): each row ÷ its pee
 const sfExplain = "ticketd: 3 nodes (fsync on, --dev); one node: every request to node n1 (whichever its role: nothing is forwarded), its CPU alone; spread: worker i to node i%3, the CPU of all three. " +
 	"HTTP: POST /v1/namespaces/<ns>/ids {\"count\":N}; bare Echo: ticketd-bench's baseline answering the same route and JSON from a counter (no lease, no clock, no middleware). " +
 	"RESP: TICKETD.SNOWFLAKE <ns> N; redis-server with --save '' --appendonly no, INCRBY <key> N (INCR's work for N=1). " +
-	"Closed loop, one request in flight per client, after a warm-up; every ID answered is checked unique within the run (per worker id, see snowflake.go). Target: ≥ 0.9× the peer in req/s, each row."
+	"Closed loop, one request in flight per client, after a warm-up; every ID answered is checked unique within its run (snowflake.go). Target: ≥ 0.9× the peer in req/s, each row."
 
 func sfSummary(rows [][]string) string {
 	met := 0
