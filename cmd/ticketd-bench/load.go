@@ -605,6 +605,9 @@ func fmtErrors(m map[string]int) string {
 
 func printLoadTable(w io.Writer, rep *loadReport) {
 	seqs := "sequence=" + rep.Sequence
+	if rep.Snowflake != "" {
+		seqs = "snowflake namespace=" + rep.Snowflake
+	}
 	if rep.Sequences > 1 {
 		seqs = fmt.Sprintf("sequences=%d (%s-*, setup %.1fs)", rep.Sequences, rep.Sequence, rep.SetupS)
 		if rep.PrimeS > 0 {

@@ -118,6 +118,10 @@ func TestSnowflakeLoadAgainstBaseline(t *testing.T) {
 		if rep.Snowflake != "sf" || rep.Overall.Overlaps != 0 || rep.Overall.Ranges <= rep.Levels[0].Requests {
 			t.Fatalf("count %d: report %+v", count, rep.Overall)
 		}
+		// As long as ticketd's IDs: today's milliseconds in the timestamp field.
+		if got := len(strconv.FormatUint(rep.Overall.MinFirst, 10)); got < 18 {
+			t.Fatalf("count %d: the baseline's first ID %d has %d digits", count, rep.Overall.MinFirst, got)
+		}
 	}
 }
 
