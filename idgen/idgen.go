@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
@@ -93,6 +94,10 @@ type generator struct {
 	// ready is closed once the first wait for a lease is over (or was not
 	// needed): requests that come meanwhile wait on it, not on their own.
 	ready chan struct{}
+	// layout is the namespace's layout once a lease has shown it (it never
+	// changes): the worker id of an answer is decoded from its IDs, with
+	// no lock and no clock read.
+	layout atomic.Pointer[api.Namespace]
 }
 
 // New returns a Service with no generators.
@@ -161,8 +166,15 @@ func (s *Service) Take(ctx context.Context, ns string, n int) (domain.SnowflakeI
 		return domain.SnowflakeIDs{}, s.kindOf(ns, err)
 	}
 	out := domain.SnowflakeIDs{Namespace: ns, Node: s.cfg.Node, IDs: ids, WorkerID: -1}
-	if l, ok := gen.g.Lease(); ok {
-		out.WorkerID = client.DecodeSnowflake(l.Layout, ids[len(ids)-1]).WorkerID
+	lay := gen.layout.Load()
+	if lay == nil {
+		if l, ok := gen.g.Lease(); ok {
+			lay = &l.Layout
+			gen.layout.Store(lay)
+		}
+	}
+	if lay != nil {
+		out.WorkerID = client.DecodeSnowflake(*lay, ids[len(ids)-1]).WorkerID
 	}
 	return out, nil
 }
@@ -237,7 +249,8 @@ func (s *Service) kindOf(ns string, err error) error {
 	case errors.Is(err, client.ErrExhausted):
 		return domain.Kindf(domain.ErrTimestampExhausted, "namespace %q: %v", ns, err)
 	case errors.Is(err, client.ErrNamespaceNotFound):
-		return domain.Kindf(domain.ErrNotFound, "namespace %q not found: %v", ns, err)
+		// The leader's answer says no more than that.
+		return domain.Kindf(domain.ErrNotFound, "namespace %q not found", ns)
 	case errors.Is(err, client.ErrNoWorkerFree):
 		return domain.Kindf(domain.ErrWorkersExhausted, "node %s could not take a worker id of namespace %q: every one is held or resting: %v", s.cfg.Node, ns, err)
 	case errors.Is(err, client.ErrLeaseExpired):

@@ -37,6 +37,17 @@ func (s *counterStore) CreateSequence(context.Context, domain.SequenceSettings) 
 func (s *counterStore) Status() (domain.ClusterStatus, error) { return domain.ClusterStatus{}, nil }
 func (s *counterStore) SequenceCount() int                    { return 1 }
 
+// SnowflakeIDs hands out the counter's next count values, as a generator's
+// strictly increasing IDs.
+func (s *counterStore) SnowflakeIDs(_ context.Context, ns string, count int) (domain.SnowflakeIDs, error) {
+	last := s.next.Add(int64(count))
+	ids := make([]int64, count)
+	for i := range ids {
+		ids[i] = last - int64(count) + 1 + int64(i)
+	}
+	return domain.SnowflakeIDs{Namespace: ns, Node: "bench", WorkerID: 1, IDs: ids}, nil
+}
+
 // BenchmarkPipeline compares this package's RESP server with
 // github.com/alicebob/miniredis/v2/server, the one RESP server library the
 // module proxy serves, on the same work: INCRBY of an in-memory counter,

@@ -1,6 +1,7 @@
 package respapi
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -31,6 +32,8 @@ func commandName(arg []byte) string {
 		return "GET"
 	case "PING":
 		return "PING"
+	case "TICKETD.SNOWFLAKE":
+		return "TICKETD.SNOWFLAKE"
 	default:
 		return string(n)
 	}
@@ -60,6 +63,8 @@ func (c *conn) dispatch(cl *call) {
 		cl.op = opGet
 	case "TICKETD.CREATE":
 		c.createCommand(cl, args)
+	case "TICKETD.SNOWFLAKE":
+		c.snowflakeCommand(cl, args)
 	case "PING":
 		switch len(args) {
 		case 0:
@@ -112,7 +117,7 @@ func unknownCommand(args [][]byte) string {
 		}
 		fmt.Fprintf(&b, "'%s' ", clip(a))
 	}
-	b.WriteString("(ticketd serves INCR, INCRBY, GET, TICKETD.RESERVE and TICKETD.CREATE; see COMMAND)")
+	b.WriteString("(ticketd serves INCR, INCRBY, GET, TICKETD.RESERVE, TICKETD.CREATE and TICKETD.SNOWFLAKE; see COMMAND)")
 	return b.String()
 }
 
@@ -221,4 +226,50 @@ func (c *conn) createCommand(cl *call, args [][]byte) {
 		return
 	}
 	cl.op = opCreate
+}
+
+// snowflakeCommand: TICKETD.SNOWFLAKE ns [count], count Snowflake IDs of the
+// namespace (1 unless given) made by this node's own generator.
+func (c *conn) snowflakeCommand(cl *call, args [][]byte) {
+	const name = "TICKETD.SNOWFLAKE"
+	if !c.arity(cl, name, args, 1, 2) || !c.allowed(cl, name, auth.ScopeReserve) {
+		return
+	}
+	ns := string(args[0])
+	if err := api.ValidateSequenceName(ns); err != nil {
+		cl.out = resp.AppendError(cl.out, fmt.Sprintf("ERR ticketd.snowflake: namespace %q: %v", ns, err))
+		return
+	}
+	count := int64(1)
+	if len(args) == 2 {
+		n, ok := resp.ParseInt(args[1])
+		if !ok {
+			cl.out = resp.AppendError(cl.out, "ERR value is not an integer or out of range")
+			return
+		}
+		if n < 1 || n > api.MaxSnowflakeIDs {
+			cl.out = resp.AppendError(cl.out, fmt.Sprintf("ERR ticketd.snowflake %s: count must be between 1 and %d, got %d", ns, api.MaxSnowflakeIDs, n))
+			return
+		}
+		count = n
+	}
+	cl.name, cl.count, cl.op = ns, count, opSnowflake
+}
+
+// snowflakeAnswerBytes is about what one ID of a TICKETD.SNOWFLAKE answer
+// takes (":" and 19 digits and CRLF), for bounding a batch's answers.
+const snowflakeAnswerBytes = 22
+
+// answerWeight is the bytes a command's answer may take beyond its
+// arguments' own: a TICKETD.SNOWFLAKE of many IDs answers far more than it
+// was sent, and a batch holds every answer until the last is made.
+func answerWeight(args [][]byte) int {
+	if len(args) != 3 || !bytes.EqualFold(args[0], []byte("TICKETD.SNOWFLAKE")) {
+		return 0
+	}
+	n, ok := resp.ParseInt(args[2])
+	if !ok || n < 1 || n > api.MaxSnowflakeIDs {
+		return 0
+	}
+	return int(n) * snowflakeAnswerBytes
 }

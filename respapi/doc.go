@@ -9,6 +9,11 @@
 // A client that sends one command at a time gets it served on the
 // connection's own goroutine, with no hand-off.
 //
+// TICKETD.SNOWFLAKE ns [count] answers Snowflake IDs made by the node the
+// connection is on, from its own worker-id lease: it is never forwarded,
+// and runs where dispatch meets it, without cutting the reservations around
+// it into two runs.
+//
 // Nothing but AUTH, HELLO, PING and QUIT is served before a connection has
 // authenticated, when the node has tokens. A node that is not the serving
 // leader forwards reservations and reads to the leader's HTTP API with the
@@ -24,7 +29,8 @@
 //   - pipeline.go: running a batch in order: which reservations run
 //     together as one, and when a read or create runs.
 //   - execute.go: running a reservation, read or create here or at the
-//     leader, and the Redis errors for the store's errors.
+//     leader, a TICKETD.SNOWFLAKE here, and the Redis errors for the
+//     store's errors.
 //   - emulated.go: CLIENT, COMMAND and INFO, what client libraries send on
 //     connect.
 //   - forward.go: a follower's client of the leader's HTTP API.

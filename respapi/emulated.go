@@ -55,6 +55,9 @@ var commandSpecs = []commandSpec{
 	{"get", 2, []string{"readonly", "fast"}, 1, 1},
 	{"ticketd.reserve", 3, []string{"write", "denyoom", "fast"}, 1, 1},
 	{"ticketd.create", -2, []string{"write", "denyoom"}, 1, 1},
+	// Not readonly though it writes no key: each call answers new IDs, so a
+	// client must not send it to a replica or retry it as a read.
+	{"ticketd.snowflake", -2, []string{"write", "fast"}, 1, 1},
 	{"ping", -1, []string{"fast", "stale"}, 0, 0},
 	{"echo", 2, []string{"fast"}, 0, 0},
 	{"quit", -1, []string{"fast", "noauth"}, 0, 0},
@@ -129,7 +132,8 @@ func specOf(name string) (commandSpec, bool) {
 }
 
 // info answers INFO [section ...]: server, clients, replication (role, as
-// clients read it) and ticketd (leader, term, sequences).
+// clients read it) and ticketd (leader, term, sequences, this node's
+// Snowflake leases).
 func (c *conn) info(args [][]byte) string {
 	want := map[string]bool{}
 	for _, a := range args {
@@ -175,6 +179,12 @@ func (c *conn) info(args [][]byte) string {
 			"applied_index:"+strconv.FormatUint(status.AppliedIndex, 10))
 		if status.NotReady != "" {
 			lines = append(lines, "not_ready:"+status.NotReady)
+		}
+		// This node's own worker-id lease per namespace, in the form of
+		// Redis's keyspace lines (db0:keys=1,expires=0).
+		for _, sf := range status.Snowflake {
+			lines = append(lines, fmt.Sprintf("snowflake_%s:serving=%s,worker_id=%d,lease_remaining_ms=%d,issued=%d",
+				sf.Namespace, boolDigit(sf.Serving), sf.WorkerID, sf.LeaseRemaining.Milliseconds(), sf.Issued))
 		}
 	}
 	section("Ticketd", lines...)

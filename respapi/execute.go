@@ -83,6 +83,47 @@ func (c *conn) execute(cl *call) {
 	}
 }
 
+// snowflake answers TICKETD.SNOWFLAKE with the IDs of this node's own
+// generator of the namespace, as an array of integers. It is never
+// forwarded: any node makes these IDs from its own worker-id lease, with no
+// Raft round (issue #32), whether it leads or not.
+func (c *conn) snowflake(cl *call) {
+	out, err := c.s.cfg.Store.SnowflakeIDs(c.s.deadlines.get(), cl.name, int(cl.count))
+	if err != nil {
+		cl.out = resp.AppendError(cl.out, snowflakeErrorReply(err, cl.name))
+		return
+	}
+	cl.out = resp.AppendArray(cl.out, len(out.IDs))
+	for _, id := range out.IDs {
+		cl.out = resp.AppendInt(cl.out, id)
+	}
+}
+
+// snowflakeErrorReply is the Redis error for an error of the Snowflake
+// service: its code is the HTTP problem type's name, upper case and without
+// hyphens (clock-behind is CLOCKBEHIND), and its message names the
+// namespace. CLOCKBEHIND's second word is how many milliseconds this node's
+// clock is behind, the wait after which it serves again, for a client to
+// parse: CLOCKBEHIND 1200 ms: ...
+func snowflakeErrorReply(err error, ns string) string {
+	var cb *domain.ClockBehindError
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return fmt.Sprintf("NOTFOUND namespace %q does not exist; create it first: ticketd namespaces %s --create, or PUT /v1/namespaces/%s (admin scope)", ns, ns, ns)
+	case errors.As(err, &cb):
+		return fmt.Sprintf("CLOCKBEHIND %d ms: %s (this node serves the namespace again once its clock has run that far; another node may serve it now)", cb.BehindMs, err)
+	case errors.Is(err, domain.ErrClockBehind):
+		return fmt.Sprintf("CLOCKBEHIND 0 ms: %s (namespace %q; how far behind is not known)", err, ns)
+	case errors.Is(err, domain.ErrWorkersExhausted):
+		return "WORKERSEXHAUSTED " + err.Error()
+	case errors.Is(err, domain.ErrNoWorkerLease):
+		return "NOWORKERLEASE " + err.Error()
+	case errors.Is(err, domain.ErrTimestampExhausted):
+		return "TIMESTAMPEXHAUSTED " + err.Error()
+	}
+	return errorReply(err, ns)
+}
+
 // highWaterMark is the largest ID ever handed to a leader (start-1 before
 // the first): no ID above it has been issued or ever will be by a leader of
 // an earlier term. IDs of blocks the leader holds lie below it, so an INCR

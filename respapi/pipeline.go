@@ -46,6 +46,9 @@ const (
 	opReserve    // TICKETD.RESERVE: [first, last]
 	opGet        // GET: the high-water mark
 	opCreate     // TICKETD.CREATE
+	// opSnowflake (TICKETD.SNOWFLAKE) is not the leader's: it runs here, in
+	// its place in the batch.
+	opSnowflake
 )
 
 // run answers every command of the batch in order. The connection's own
@@ -73,6 +76,10 @@ func (c *conn) run() {
 		c.dispatch(cl)
 		switch cl.op {
 		case opNone:
+		case opSnowflake:
+			// This node's own IDs, of another kind than a sequence's: the
+			// reservations around it go on as one segment.
+			c.snowflake(cl)
 		case opIncr, opReserve:
 			if len(seg) > 0 && seg[0].token != cl.token {
 				c.runSegment(seg)

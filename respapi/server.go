@@ -33,6 +33,9 @@ type Store interface {
 	Status() (domain.ClusterStatus, error)
 	// SequenceCount is how many sequences this node's state holds.
 	SequenceCount() int
+	// SnowflakeIDs are count IDs of the namespace made by this node's own
+	// generator, whichever node this is (never the leader's business).
+	SnowflakeIDs(ctx context.Context, ns string, count int) (domain.SnowflakeIDs, error)
 }
 
 // Config configures the front.
@@ -70,6 +73,12 @@ type Config struct {
 // has read and not answered yet (with resp's limits, what one connection
 // can make the server hold).
 const maxBatchBytes = 256 << 10
+
+// maxBatchAnswerBytes bounds the answers a batch's TICKETD.SNOWFLAKEs will
+// make (answerWeight), less the last command's: a pipeline of 1,024
+// TICKETD.SNOWFLAKE ns 10000 would otherwise hold 220 MB of answers before
+// the first is written. One of 10,000 IDs (220 KB) is a batch of its own.
+const maxBatchAnswerBytes = 64 << 10
 
 // Server serves the Redis protocol on listeners.
 type Server struct {
@@ -299,8 +308,8 @@ func (c *conn) serve() {
 func (c *conn) readBatch() error {
 	c.free = append(c.free, c.batch...)
 	c.batch = c.batch[:0]
-	bytes := 0
-	for len(c.batch) < c.s.cfg.MaxPipeline && bytes < maxBatchBytes {
+	bytes, answers := 0, 0
+	for len(c.batch) < c.s.cfg.MaxPipeline && bytes < maxBatchBytes && answers < maxBatchAnswerBytes {
 		args, err := c.r.ReadCommand(c.args)
 		c.args = args[:0]
 		if err != nil {
@@ -311,6 +320,7 @@ func (c *conn) readBatch() error {
 		for _, a := range args {
 			bytes += len(a)
 		}
+		answers += answerWeight(args)
 		c.batch = append(c.batch, cl)
 		if c.r.Buffered() == 0 {
 			break

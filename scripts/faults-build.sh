@@ -5,7 +5,8 @@
 # binary carries none of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The packages with a faults.go (fsm, issuer, cluster, server, cmd/ticketd).
+# The packages with a faults.go (fsm, issuer, cluster, server, cmd/ticketd,
+# and client, whose Snowflake generator the nodes run).
 mapfile -t pkgs < <(git ls-files '*faults.go' | grep -v '^jepsen/' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 go vet -tags ticketd_faults "${pkgs[@]}"
 go test -tags ticketd_faults -count=1 -run 'Planted' "${pkgs[@]}"
@@ -22,7 +23,7 @@ check() { # name, found-in-fault-build, found-in-production
 }
 sym() { go tool nm "$1" | grep -c "$2" || true; }
 str() { grep -c "$2" "$1" || true; }
-for s in 'issuer.(\*sequence).serveUncommitted' 'fsm.(\*FSM).PlantFaults' 'main.installClockControl'; do
+for s in 'issuer.(\*sequence).serveUncommitted' 'fsm.(\*FSM).PlantFaults' 'main.installClockControl' 'WithUnsafeFaults'; do
   check "$s" "$(sym "$tmp/ticketd-faults" "$s")" "$(sym "$tmp/ticketd" "$s")"
 done
 check "skip-barrier's warning" "$(str "$tmp/ticketd-faults" 'without a Barrier (planted')" "$(str "$tmp/ticketd" 'without a Barrier (planted')"

@@ -7,10 +7,12 @@
 #
 #   1. redis-cli (Debian's redis-tools): AUTH, scopes and every error code,
 #      INCR / INCRBY / TICKETD.RESERVE / GET through the leader and both
-#      followers, RESP3 HELLO, and 1,000 pipelined INCRBY with --pipe.
+#      followers, RESP3 HELLO, 1,000 pipelined INCRBY with --pipe, and
+#      TICKETD.SNOWFLAKE (server-made Snowflake IDs) from every node.
 #   2. scripts/resp_clients.py with Python's redis module (Debian's
 #      python3-redis, redis-py 4.3.4 on bookworm): the same through a
-#      library's error mapping and pipelines, then 6 threads reserving
+#      library's error mapping and pipelines, TICKETD.SNOWFLAKE as the
+#      README shows it (execute_command), then 6 threads reserving
 #      through all three nodes while the leader is SIGKILLed; every range
 #      issued must be disjoint from every other.
 #
@@ -294,6 +296,24 @@ expect_int "GET orders after the pipe" "$get_after"
 # holds, below the high-water mark GET reads, when enough is left of it.
 log "redis-cli OK: --pipe $(tail -n 1 <<<"$pipe_out"); INCR after it $after (>= $((last + 7001))); GET orders $get_before before, $get_after after"
 cli_summary="redis-cli OK"
+
+# ---- TICKETD.SNOWFLAKE (issue #32): server-made Snowflake IDs from every node
+log "redis-cli: TICKETD.SNOWFLAKE through every node"
+curl -fsS --max-time 5 -X PUT -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+	-d '{}' "http://127.0.0.1:${http_ports[L]}/v1/namespaces/flake" >/dev/null || fail "could not create the namespace flake"
+flakes=()
+for port in "$leader_port" "$f1_port" "$f2_port"; do
+	out=$(rc "$port" -a "$reserve" TICKETD.SNOWFLAKE flake 3)
+	mapfile -t got <<<"$out"
+	((${#got[@]} == 3)) || fail "TICKETD.SNOWFLAKE flake 3 on $port answered $(printf %q "$out"), not 3 lines"
+	for id in "${got[@]}"; do expect_int "TICKETD.SNOWFLAKE flake 3 on $port" "$id"; done
+	((got[0] < got[1] && got[1] < got[2])) || fail "TICKETD.SNOWFLAKE flake 3 on $port: ${got[*]} do not increase"
+	flakes+=("${got[@]}")
+done
+dups=$(printf '%s\n' "${flakes[@]}" | sort | uniq -d)
+[[ -z $dups ]] || fail "TICKETD.SNOWFLAKE: served twice: $dups"
+expect_prefix "TICKETD.SNOWFLAKE nope" "NOTFOUND" "$(rc "$f1_port" -a "$reserve" TICKETD.SNOWFLAKE nope 1)"
+cli_summary+=", TICKETD.SNOWFLAKE from 3 nodes"
 
 # ---- redis-py, then the leader's SIGKILL
 log "python redis $py_redis_version (scripts/resp_clients.py)"

@@ -500,6 +500,34 @@ def failover(ports, leader_port, admin, reserve, leader_pid, pid_files):
     return len(ranges), after, len(overlaps)
 
 
+def check_snowflake(ports, reserve):
+    """TICKETD.SNOWFLAKE (issue #32), as the README shows it: every node
+    answers from its own worker-id lease, IDs strictly increasing per node
+    and never repeated across nodes; an unknown namespace is NOTFOUND."""
+    seen = set()
+    for p in ports:
+        r = client(p, password=reserve)
+        last = 0
+        for _ in range(5):
+            ids = r.execute_command("TICKETD.SNOWFLAKE", "flake", 100)
+            if not isinstance(ids, list) or len(ids) != 100:
+                fail(f"TICKETD.SNOWFLAKE flake 100 on {p}: expected a list of 100 integers, got {ids!r}")
+            for i in ids:
+                expect_int(f"TICKETD.SNOWFLAKE flake 100 on {p}", i)
+                if i <= last:
+                    fail(f"TICKETD.SNOWFLAKE on {p}: {i} after {last}: one node's IDs must strictly increase")
+                if i in seen:
+                    fail(f"TICKETD.SNOWFLAKE on {p}: {i} served twice")
+                seen.add(i)
+                last = i
+        one = r.execute_command("TICKETD.SNOWFLAKE", "flake")
+        if not isinstance(one, list) or len(one) != 1 or one[0] <= last:
+            fail(f"TICKETD.SNOWFLAKE flake (no count) on {p}: expected one integer above {last}, got {one!r}")
+        expect_error(f"TICKETD.SNOWFLAKE nope on {p}", lambda: r.execute_command("TICKETD.SNOWFLAKE", "nope", 1),
+                     ResponseError, "NOTFOUND")
+    return len(seen)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ports", required=True, help="the three nodes' RESP ports, comma-separated")
@@ -518,6 +546,8 @@ def main():
     t0 = time.monotonic()
     check_basics(ports, args.leader_port, args.admin_token, args.reserve_token)
     log(f"auth, scopes, errors, INCR/INCRBY/GET/TICKETD.RESERVE and pipelines OK ({time.monotonic() - t0:.1f} s)")
+    flakes = check_snowflake(ports, args.reserve_token)
+    log(f"TICKETD.SNOWFLAKE: {flakes} IDs from the three nodes, none twice, each node's increasing")
     n, after, overlaps = failover(ports, args.leader_port, args.admin_token, args.reserve_token,
                                   args.leader_pid, pid_files)
     summary = f"python redis {redis.__version__} OK: {n} ranges, {after} after the leader kill, {overlaps} overlaps"

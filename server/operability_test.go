@@ -56,6 +56,9 @@ func TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens(t *testing.T) {
 	tc := authCluster(t, 1)
 	tc.CreateSequence("orders", nil)
 	base := tc.URL(tc.Running()[0])
+	if r := asAdmin.MustCall(t, "PUT", base+"/v1/namespaces/users", `{}`); r.Status != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
+	}
 	endpoints := []struct {
 		method, path, body string
 		scope              auth.Scope
@@ -65,6 +68,7 @@ func TestAuth_EveryEndpoint_WithoutWrongAndUnderScopedTokens(t *testing.T) {
 		{"GET", "/v1/sequences", "", auth.ScopeReserve},
 		{"GET", "/v1/sequences/orders", "", auth.ScopeReserve},
 		{"POST", "/v1/sequences/orders/ranges", `{"count":1}`, auth.ScopeReserve},
+		{"POST", "/v1/namespaces/users/ids", `{"count":2}`, auth.ScopeReserve},
 		{"GET", "/metrics", "", auth.ScopeReserve},
 		{"PUT", "/v1/sequences/other", "", auth.ScopeAdmin},
 		{"POST", "/v1/cluster/snapshot", "", auth.ScopeAdmin},
@@ -115,6 +119,16 @@ func TestAuth_Cluster3_FollowersForwardWithToken(t *testing.T) {
 		}
 		if r := asWrong.MustCall(t, "POST", tc.URL(n)+"/v1/sequences/orders/ranges", `{"count":5}`); r.Status != http.StatusUnauthorized {
 			t.Fatalf("wrong token via %s: %d", n.ID, r.Status)
+		}
+	}
+	// Each node leases its Snowflake worker id through its own API with
+	// the node's admin token.
+	if r := asAdmin.MustCall(t, "PUT", tc.URL(l)+"/v1/namespaces/users", `{}`); r.Status != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
+	}
+	for _, n := range tc.Running() {
+		if r := asReserver.MustCall(t, "POST", tc.URL(n)+"/v1/namespaces/users/ids", `{"count":5}`); r.Status != http.StatusOK {
+			t.Fatalf("Snowflake IDs via %s: %d %s", n.ID, r.Status, r.Body)
 		}
 	}
 	status, err := l.Srv.Node().Status()
@@ -233,6 +247,15 @@ func TestAPITLS_ClientCertRequired_ForwardingOverHTTPS(t *testing.T) {
 		var r api.Range
 		if st, err := tc.Do(http.MethodPost, tc.URL(n)+"/v1/sequences/orders/ranges", api.ReserveRequest{Count: 3}, &r); err != nil || st != 200 {
 			t.Fatalf("reserve over HTTPS via %s: %d %v", n.ID, st, err)
+		}
+	}
+	// Server-made Snowflake IDs: each node takes its lease through its own
+	// API, over HTTPS with its client certificate.
+	createNamespace(t, tc, "users", api.NamespaceRequest{})
+	for _, n := range tc.Running() {
+		var out api.SnowflakeIDs
+		if st, err := tc.Do(http.MethodPost, tc.URL(n)+"/v1/namespaces/users/ids", nil, &out); err != nil || st != 200 || len(out.IDs) != 1 {
+			t.Fatalf("Snowflake IDs over HTTPS via %s: %d %v %+v", n.ID, st, err, out)
 		}
 	}
 	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}}}

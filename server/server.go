@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
@@ -52,6 +53,7 @@ type Server struct {
 	// its lease keepers reach this node's own API through.
 	snowflake *idgen.Service
 	selfAPI   *client.Client
+	selfConn  *killableTransport
 
 	stop     chan struct{}
 	stopCtx  context.Context // cancelled when stop closes, for outgoing calls
@@ -204,7 +206,8 @@ func Start(cfg Config) (*Server, error) {
 // reach the cluster through this node's own API, with the node's peer
 // transport and admin token, as the node's other calls to the cluster go.
 func (s *Server) startSnowflake(advertise string) error {
-	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: s.client.Transport}), client.WithLogger(s.log.With("component", "snowflake-leases"))}
+	s.selfConn = &killableTransport{rt: s.client.Transport}
+	opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: s.selfConn}), client.WithLogger(s.log.With("component", "snowflake-leases"))}
 	if s.cfg.Tokens != nil {
 		opts = append(opts, client.WithBearerToken(s.cfg.Tokens.AdminToken()))
 	}
@@ -227,6 +230,33 @@ func (s *Server) startSnowflake(advertise string) error {
 	}
 	s.selfAPI, s.snowflake = self, svc
 	return svc.Start(s.cfg.SnowflakeNamespaces)
+}
+
+// killableTransport carries the Snowflake lease keepers' requests to this
+// node's API until Kill: from then on it refuses each at once, as a crashed
+// process would send nothing, so that no lease is released (the cluster
+// expires them after their TTL) and Kill does not wait for retries.
+type killableTransport struct {
+	rt     http.RoundTripper
+	killed atomic.Bool
+}
+
+func (k *killableTransport) kill() { k.killed.Store(true) }
+
+func (k *killableTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !k.killed.Load() {
+		return k.rt.RoundTrip(r)
+	}
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	// Not retryable (a 4xx), so the release gives up at once.
+	body := `{"type":"` + api.ProblemUnavailable + `","title":"node killed","status":410,"detail":"this node was killed: it sends nothing"}`
+	return &http.Response{
+		StatusCode: http.StatusGone, Status: "410 Gone", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": []string{"application/problem+json"}},
+		Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r,
+	}, nil
 }
 
 // nodeClock is the Snowflake generators' clock: this node's wall clock (the
@@ -348,6 +378,7 @@ func (s *Server) Kill() error {
 		s.wg.Wait()
 		if s.selfAPI != nil {
 			// A crash releases nothing: the leases expire by themselves.
+			s.selfConn.kill()
 			_ = s.selfAPI.Close()
 		}
 		_ = s.http.Close()

@@ -215,3 +215,32 @@ func TestSnowflakeIDs_ConcurrentRequestsNeverRepeat(t *testing.T) {
 		t.Fatalf("%d distinct IDs", len(seen))
 	}
 }
+
+// TestSnowflakeIDs_RemovedNode_ItsLeasesAreRevoked: a node taken out of the
+// cluster while it is down hands its worker id back at once (revoked), not
+// a TTL later.
+func TestSnowflakeIDs_RemovedNode_ItsLeasesAreRevoked(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	i64 := func(v int64) *int64 { return &v }
+	createNamespace(t, tc, "orders", api.NamespaceRequest{LeaseTTLMs: i64(600_000)})
+	leader := tc.Leader(10 * time.Second)
+	var gone *testcluster.Node
+	for _, n := range tc.Running() {
+		if n != leader {
+			gone = n
+		}
+	}
+	out, prob, st := takeIDs(t, tc, gone, "orders", 1)
+	if st != http.StatusOK {
+		t.Fatalf("take: %d %+v", st, prob)
+	}
+	tc.Kill(gone.ID)
+	if st, err := tc.Do(http.MethodDelete, tc.URL(leader)+"/v1/cluster/members/"+gone.ID, nil, nil); err != nil || st/100 != 2 {
+		t.Fatalf("remove %s: %d %v", gone.ID, st, err)
+	}
+	for _, l := range listLeases(t, tc, leader, "orders") {
+		if l.WorkerID == out.WorkerID && (l.State != "ended" || l.EndReason != "revoked") {
+			t.Fatalf("the removed node's lease: %+v; want ended, revoked", l)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func withClient(flags ...string) []string {
 var completionCommands = []completionCommand{
 	{"serve", "run a node", []string{"id", "data-dir", "http-addr", "http-advertise", "resp-addr", "raft-addr", "raft-advertise",
 		"initial-cluster", "bootstrap", "join", "log-level", "log-format", "raft-log-level", "heartbeat-timeout", "election-timeout",
-		"leader-lease-timeout", "snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-max-rpcs-in-flight", "max-ready-lag",
+		"leader-lease-timeout", "snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-max-rpcs-in-flight", "max-ready-lag", "snowflake-namespaces",
 		"pprof", "shutdown-timeout", "dev", "insecure-plaintext-raft", "max-inflight", "metrics-public", "raft-tls-ca", "raft-tls-cert",
 		"raft-tls-key", "tls-ca", "tls-cert", "tls-client-auth", "tls-key", "tls-reload-interval", "tokens-file"}},
 	{"create", "create a sequence", withClient("start", "max")},
@@ -46,6 +46,7 @@ var completionCommands = []completionCommand{
 	{"join", "add a node", withClient("id", "raft-addr", "http-addr")},
 	{"remove", "remove a node", withClient()},
 	{"namespaces", "Snowflake namespaces and their leases", withClient("create", "preset", "horizon-years", "leases", "o", "output")},
+	{"ids", "Snowflake IDs of a namespace, one a line", withClient("n", "o", "output")},
 	{"inspect", "decode a Snowflake ID or locate a range ID", withClient("namespace", "sequence")},
 	{"audit", "run the uniqueness probe, or list the audit", withClient("list", "after-seq", "limit", "o", "output")},
 	{"backup", "write a consistent backup", withClient("out")},
@@ -114,7 +115,12 @@ _ticketd() {
     cmd="${COMP_WORDS[1]}"
     case "${prev}" in
         -o|--o|-output|--output)
-            COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+            # ids prints JSON or lines of IDs, no table.
+            if [[ ${cmd} == ids ]]; then
+                COMPREPLY=($(compgen -W "json" -- "${cur}"))
+            else
+                COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+            fi
             return 0 ;;
         ` + bashFileFlags() + `)
             COMPREPLY=($(compgen -f -- "${cur}"))
@@ -173,7 +179,7 @@ _ticketd() {
         return
     fi
     case ${words[CURRENT-1]} in
-        -o|--o|-output|--output) compadd table json; return ;;
+        -o|--o|-output|--output) if [[ ${words[2]} == ids ]]; then compadd json; else compadd table json; fi; return ;;
         ` + bashFileFlags() + `) _files; return ;;
     esac
     case ${words[2]} in

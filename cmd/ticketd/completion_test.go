@@ -38,6 +38,8 @@ func TestCompletionBash_CompletesCommandsFlagsAndOutputFormats(t *testing.T) {
 		{"ticketd s", "serve sequences status"},
 		{"ticketd status --o", "--output"},
 		{"ticketd sequences -o ''", "table json"},
+		{"ticketd ids orders -o ''", "json"},
+		{"ticketd i", "ids inspect"},
 		{"ticketd audit --li", "--list --limit"},
 		{"ticketd namespaces photos --le", "--leases"},
 		{"ticketd tls c", "ca cert"},

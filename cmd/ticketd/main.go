@@ -4,6 +4,7 @@
 //	ticketd create  SEQ [--start S] [--max M]
 //	ticketd reserve SEQ N
 //	ticketd sequences [SEQ] [--rate-window 1s]
+//	ticketd ids     NS [-n N] [-o json]
 //	ticketd status
 //	ticketd join    --id n4 --raft-addr ... --http-addr ...
 //	ticketd remove  ID
@@ -56,6 +57,7 @@ usage:
   ticketd remove    ID                           remove a node
   ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases]
                                                  Snowflake namespaces and their worker-id leases
+  ticketd ids       NS [-n N] [-o json]          N Snowflake IDs of a namespace, one a line, made by any node
   ticketd inspect   (--namespace NS | --sequence SEQ) ID   decode a Snowflake ID / locate a range ID
   ticketd audit     [--list]                     run the uniqueness probe on the allocation audit
   ticketd backup    --out FILE                   write a consistent backup of every sequence
@@ -96,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = removeCmd(args[1:], stdout, stderr)
 	case "backup":
 		err = backupCmd(args[1:], stdout, stderr)
+	case "ids":
+		err = idsCmd(args[1:], stdout, stderr)
 	case "inspect":
 		err = inspectCmd(args[1:], stdout, stderr)
 	case "audit":
