@@ -199,12 +199,13 @@ func TestSnowflakeRESPAgainstFake(t *testing.T) {
 }
 
 // TestSnowflakeAgainstCluster: a real 3-node cluster, requests to one node
-// and spread over all three; every answer checked, no ID twice.
+// and spread over all three, over HTTP and the Redis protocol; every answer
+// checked, no ID twice.
 func TestSnowflakeAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	tc := testcluster.New(t, 3, func(_ string, cfg *server.Config) {})
+	tc := testcluster.New(t, 3, func(_ string, cfg *server.Config) { cfg.RESPAddr = "127.0.0.1:0" })
 	leader := tc.Leader(10 * time.Second)
 	var follower *testcluster.Node
 	for _, n := range tc.Running() {
@@ -212,16 +213,23 @@ func TestSnowflakeAgainstCluster(t *testing.T) {
 			follower = n
 		}
 	}
+	var resp []string
+	for _, n := range tc.Running() {
+		resp = append(resp, n.Srv.RESPAddr())
+	}
 	for _, c := range []struct {
-		name    string
-		targets []string
-		count   uint64
+		name, kind string
+		targets    []string
+		count      uint64
 	}{
-		{"follower", []string{tc.URL(follower)}, 100},
-		{"spread", tc.URLs(), 1},
-		{"spread-100", tc.URLs(), 100},
+		{"follower", "http", []string{tc.URL(follower)}, 100},
+		{"spread", "http", tc.URLs(), 1},
+		{"spread-100", "http", tc.URLs(), 100},
+		{"resp-follower", "resp", []string{follower.Srv.RESPAddr()}, 100},
+		{"resp-spread", "resp", resp, 1},
 	} {
 		cfg := loadConfig{
+			Kind: c.kind, SnowflakeSetup: strings.Join(tc.URLs(), ","),
 			Targets: c.targets, Snowflake: "sf-" + c.name, Count: c.count,
 			Levels: []int{6}, Duration: 300 * time.Millisecond, Warmup: 300 * time.Millisecond,
 			Timeout: 5 * time.Second, Label: c.name, SetupTimeout: 10 * time.Second,
