@@ -8,9 +8,13 @@
 #                               run as root
 #   scripts/bench.sh --smoke    CI: a few seconds of ticketd and the bare Echo
 #   BENCH_SMOKE=1 scripts/bench.sh   handler, one small many-sequences run
-#                               (100 sequences, 16 clients) and one small
+#                               (100 sequences, 16 clients), one small
 #                               RESP round (redis-benchmark and redis-server
-#                               only if installed), no installs,
+#                               only if installed) and one small Snowflake
+#                               round (100 IDs a request, 16 clients: bare
+#                               Echo, one node, three nodes; the RESP front
+#                               if it serves TICKETD.SNOWFLAKE; Redis only
+#                               if installed), no installs,
 #                               exits 1 only on a correctness failure or an
 #                               unexpected error (never on a missed target)
 #   BENCH_PEERS= BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0 BENCH_MICRO=0 BENCH_RESP=0 scripts/bench.sh
@@ -24,6 +28,9 @@
 #                               as BENCH_MAIN=0 BENCH_MANYSEQ=0 BENCH_PEERS=
 #                               BENCH_SCALING=0 BENCH_SDK=0 BENCH_PROFILE=0
 #                               BENCH_MICRO=0 FAILOVER_KILLS=0)
+#   BENCH_ONLY=snowflake scripts/bench.sh
+#                               the Snowflake section alone (~4 minutes
+#                               with the defaults)
 #
 # What the full run does, every step bounded in time:
 #   1. builds ticketd and ticketd-bench; waits (bounded) for a quiet machine
@@ -48,7 +55,14 @@
 #      redis, no pipelining) against both at every range size and number
 #      of clients, alternating; rows ticketd ÷ redis-server, target
 #      >= 1.0x in req/s (--smoke: one small round, redis-benchmark and
-#      redis-server only if already installed)
+#      redis-server only if already installed); and server-made Snowflake
+#      IDs (issue 32), BENCH_SNOWFLAKE_COUNTS IDs a request at
+#      BENCH_SNOWFLAKE_CLIENTS: POST /v1/namespaces/<ns>/ids on the bare
+#      Echo handler (its same route), on one node (n1) and spread over the
+#      three; TICKETD.SNOWFLAKE <ns> <count> on one node's and on all three
+#      RESP ports, beside redis-server (--save '' --appendonly no) INCRBY
+#      <key> <count>; rows each ÷ its peer, target >= 0.9x in req/s; every
+#      ID answered checked unique within its run
 #   3. ticketd on 5 nodes and on 1 node
 #   4. the peers, one at a time, each a private instance on 127.0.0.1 with
 #      its data in a temp dir: a 3-node etcd cluster (read + compare-and-swap
@@ -93,13 +107,19 @@
 #   BENCH_RESP_ROUNDS=2             redis-benchmark runs of each system per
 #                                   row, in ABBA order; the report takes
 #                                   their mean (1 with --smoke)
-#   BENCH_ONLY=resp                 run that section alone: every other
+#   BENCH_SNOWFLAKE=1               0 skips the Snowflake section (issue 32);
+#                                   its RESP half needs redis-server, installed
+#                                   like the peers, and a ticketd that serves
+#                                   TICKETD.SNOWFLAKE
+#   BENCH_SNOWFLAKE_COUNTS="1 100"  IDs a request ("100" with --smoke)
+#   BENCH_SNOWFLAKE_CLIENTS=16,64   the generator's concurrency ("16" with --smoke)
+#   BENCH_ONLY=resp|snowflake       run that section alone: every other
 #                                   section's knob defaults to off
 #   QUIET_WAIT=600                  seconds to wait for other benchmarks and
 #                                   test runs on this machine to finish
 #   READY_TIMEOUT=30                seconds for a cluster to become ready
 #
-# Ports, all on 127.0.0.1: baseline 18080; ticketd HTTP 18081-18085, Raft
+# Ports, all on 127.0.0.1: baseline 18080 (also the Snowflake section's); ticketd HTTP 18081-18085, Raft
 # 18091-18095, RESP 18371-18375; etcd clients 18201-18203, peers
 # 18211-18213; Redis 18301 (the peer, and the RESP section's); PostgreSQL
 # 18401; MariaDB 18501.
@@ -128,9 +148,16 @@ resp)
 	BENCH_MAIN=${BENCH_MAIN:-0} BENCH_MANYSEQ=${BENCH_MANYSEQ:-0} BENCH_PEERS=${BENCH_PEERS-}
 	BENCH_SCALING=${BENCH_SCALING:-0} BENCH_SDK=${BENCH_SDK:-0} BENCH_PROFILE=${BENCH_PROFILE:-0}
 	BENCH_MICRO=${BENCH_MICRO:-0} FAILOVER_KILLS=${FAILOVER_KILLS:-0} BENCH_RESP=${BENCH_RESP:-1}
+	BENCH_SNOWFLAKE=${BENCH_SNOWFLAKE:-0}
+	;;
+snowflake)
+	BENCH_MAIN=${BENCH_MAIN:-0} BENCH_MANYSEQ=${BENCH_MANYSEQ:-0} BENCH_PEERS=${BENCH_PEERS-}
+	BENCH_SCALING=${BENCH_SCALING:-0} BENCH_SDK=${BENCH_SDK:-0} BENCH_PROFILE=${BENCH_PROFILE:-0}
+	BENCH_MICRO=${BENCH_MICRO:-0} FAILOVER_KILLS=${FAILOVER_KILLS:-0} BENCH_RESP=${BENCH_RESP:-0}
+	BENCH_SNOWFLAKE=${BENCH_SNOWFLAKE:-1}
 	;;
 *)
-	echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: only resp is known" >&2
+	echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: only resp and snowflake are known" >&2
 	exit 2
 	;;
 esac
@@ -153,6 +180,8 @@ if [[ $SMOKE == 1 ]]; then
 	BENCH_RESP_PIPELINES=${BENCH_RESP_PIPELINES:-1}
 	BENCH_RESP_SECONDS=${BENCH_RESP_SECONDS:-1}
 	BENCH_RESP_ROUNDS=${BENCH_RESP_ROUNDS:-1}
+	BENCH_SNOWFLAKE_COUNTS=${BENCH_SNOWFLAKE_COUNTS:-100}
+	BENCH_SNOWFLAKE_CLIENTS=${BENCH_SNOWFLAKE_CLIENTS:-16}
 	GROUP=smoke
 else
 	BENCH_DURATION=${BENCH_DURATION:-10s}
@@ -172,6 +201,8 @@ else
 	BENCH_RESP_PIPELINES=${BENCH_RESP_PIPELINES:-1 16}
 	BENCH_RESP_SECONDS=${BENCH_RESP_SECONDS:-5}
 	BENCH_RESP_ROUNDS=${BENCH_RESP_ROUNDS:-2}
+	BENCH_SNOWFLAKE_COUNTS=${BENCH_SNOWFLAKE_COUNTS:-1 100}
+	BENCH_SNOWFLAKE_CLIENTS=${BENCH_SNOWFLAKE_CLIENTS:-16,64}
 	GROUP=main
 fi
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-1,16,64}
@@ -179,6 +210,7 @@ BENCH_TICKETD=${BENCH_TICKETD:-1}
 BENCH_MAIN=${BENCH_MAIN:-1}
 BENCH_MANYSEQ=${BENCH_MANYSEQ:-1}
 BENCH_RESP=${BENCH_RESP:-1}
+BENCH_SNOWFLAKE=${BENCH_SNOWFLAKE:-1}
 BENCH_COUNTS=${BENCH_COUNTS:-1 1000}
 READY_TIMEOUT=${READY_TIMEOUT:-30}
 MODE=full
@@ -520,6 +552,9 @@ install_peers() {
 	for p in $BENCH_PEERS; do
 		peer_present "$p" || pkgs+=("$(peer_package "$p")")
 	done
+	if [[ $BENCH_SNOWFLAKE == 1 && $BENCH_TICKETD == 1 ]] && ! peer_present redis && [[ " ${pkgs[*]} " != *" redis-server "* ]]; then
+		pkgs+=(redis-server)
+	fi
 	if [[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 ]]; then
 		if ! peer_present redis && [[ " ${pkgs[*]} " != *" redis-server "* ]]; then pkgs+=(redis-server); fi
 		command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null || pkgs+=(redis-tools)
@@ -904,6 +939,109 @@ ticketd_resp() {
 	rm -rf "$D/redis" # the peers section starts its Redis on an empty dir
 }
 
+# ---- Snowflake IDs made by the nodes (issue 32) -------------------------------
+
+# start_redis_volatile: redis-server with persistence off, the peer of
+# TICKETD.SNOWFLAKE (whose IDs touch no disk either).
+start_redis_volatile() {
+	mkdir -p "$D/redis-volatile"
+	redis-server --bind 127.0.0.1 --port "${REDIS_ADDR#*:}" --dir "$D/redis-volatile" \
+		--appendonly no --save "" --daemonize no \
+		--logfile "$OUT/logs/redis-volatile.log" &
+	REDIS_PID=$!
+	wait_port "${REDIS_ADDR#*:}" 20 "$REDIS_PID"
+}
+
+# resp_serves_snowflake PORT: whether that RESP port knows TICKETD.SNOWFLAKE
+# (any answer but "unknown command": the namespace asked for does not
+# exist). Plain bash: redis-cli may not be installed.
+resp_serves_snowflake() {
+	local line
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	line=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "*3\r\n\$17\r\nTICKETD.SNOWFLAKE\r\n\$11\r\nbench-probe\r\n\$1\r\n1\r\n" >&3 && IFS= read -r -t 3 l <&3 && echo "$l"' _ "$1" 2>/dev/null) || true
+	[[ -n $line && $line != "-ERR unknown command"* ]]
+}
+
+# ticketd_snowflake: on the running 3-node cluster, the load generator's
+# --snowflake mode at each count of BENCH_SNOWFLAKE_COUNTS: the bare Echo
+# handler (started here, the cluster idle), node n1 alone (its CPU alone)
+# and all three nodes (worker i to node i%3, nothing forwarded); then the
+# RESP front the same way beside redis-server without persistence. Every
+# run has its own fresh namespace (created by the generator's setup); each
+# node takes its worker-id lease on its first request, in the warm-up.
+ticketd_snowflake() {
+	local c sys n1 resp_ok=0 have_redis=0 resp_all="" id
+	wait_cluster || { fail "ticketd not ready before the Snowflake runs"; return 1; }
+	n1=${NODES[0]}
+	"$BIN/ticketd-bench" baseline --addr "$BASELINE_ADDR" >"$OUT/logs/baseline-snowflake.log" 2>&1 &
+	BASELINE_PID=$!
+	if wait_port "${BASELINE_ADDR#*:}" 10 "$BASELINE_PID"; then
+		for c in $BENCH_SNOWFLAKE_COUNTS; do
+			LOAD_PIDS=$BASELINE_PID GROUP_OVERRIDE=snowflake LOAD_CONCURRENCY=$BENCH_SNOWFLAKE_CLIENTS \
+				load echo-snowflake echo-snowflake 1 "$c" "http://$BASELINE_ADDR" --snowflake "sf-echo-c$c"
+		done
+	else
+		fail "Snowflake: the baseline did not start"
+	fi
+	stop_pid "$BASELINE_PID"
+	BASELINE_PID=""
+	for c in $BENCH_SNOWFLAKE_COUNTS; do
+		wait_cluster || { fail "ticketd not ready before a Snowflake run"; continue; }
+		LOAD_PIDS=${NODE_PID[$n1]} GROUP_OVERRIDE=snowflake LOAD_CONCURRENCY=$BENCH_SNOWFLAKE_CLIENTS \
+			load ticketd-snowflake ticketd-snowflake 3 "$c" "http://127.0.0.1:$((18080 + ${n1#n}))" --snowflake "sf-one-c$c"
+		LOAD_PIDS=$(joined "${NODE_PID[@]}") GROUP_OVERRIDE=snowflake LOAD_CONCURRENCY=$BENCH_SNOWFLAKE_CLIENTS \
+			load ticketd-snowflake-spread ticketd-snowflake-spread 3 "$c" "$ALL_URLS" --snowflake "sf-spread-c$c"
+	done
+
+	# The RESP half.
+	if resp_serves_snowflake "$(resp_port "$n1")"; then
+		resp_ok=1
+	else
+		local msg="Snowflake: this ticketd's RESP front does not serve TICKETD.SNOWFLAKE; its rows are left out"
+		if [[ $SMOKE == 1 ]]; then log "$msg"; else fail "$msg"; fi
+	fi
+	if peer_present redis; then
+		if start_redis_volatile; then
+			have_redis=1
+		else
+			fail "Snowflake: redis-server did not start (see logs/redis-volatile.log)"
+			stop_pid "$REDIS_PID"
+			REDIS_PID=""
+		fi
+	elif [[ $SMOKE == 1 ]]; then
+		log "Snowflake: redis-server not installed; no Redis rows"
+	else
+		fail "Snowflake: redis-server not installed; no Redis rows"
+	fi
+	for id in "${NODES[@]}"; do resp_all+="${resp_all:+,}127.0.0.1:$(resp_port "$id")"; done
+	for c in $BENCH_SNOWFLAKE_COUNTS; do
+		for sys in redis ticketd; do
+			case $sys in
+			redis)
+				((have_redis)) || continue
+				LOAD_PIDS=$REDIS_PID GROUP_OVERRIDE=snowflake LOAD_CONCURRENCY=$BENCH_SNOWFLAKE_CLIENTS \
+					load redis-incr redis-incr 1 "$c" "$REDIS_ADDR" --kind redis
+				;;
+			ticketd)
+				((resp_ok)) || continue
+				wait_cluster || { fail "ticketd not ready before a Snowflake RESP run"; continue; }
+				LOAD_PIDS=${NODE_PID[$n1]} GROUP_OVERRIDE=snowflake LOAD_CONCURRENCY=$BENCH_SNOWFLAKE_CLIENTS \
+					load ticketd-snowflake-resp ticketd-snowflake-resp 3 "$c" "127.0.0.1:$(resp_port "$n1")" --kind resp \
+					--snowflake "sf-resp-one-c$c" --snowflake-setup "$ALL_URLS"
+				LOAD_PIDS=$(joined "${NODE_PID[@]}") GROUP_OVERRIDE=snowflake LOAD_CONCURRENCY=$BENCH_SNOWFLAKE_CLIENTS \
+					load ticketd-snowflake-resp-spread ticketd-snowflake-resp-spread 3 "$c" "$resp_all" --kind resp \
+					--snowflake "sf-resp-spread-c$c" --snowflake-setup "$ALL_URLS"
+				;;
+			esac
+		done
+	done
+	if [[ -n $REDIS_PID ]]; then
+		stop_pid "$REDIS_PID"
+		REDIS_PID=""
+	fi
+	rm -rf "$D/redis-volatile"
+}
+
 # ---- run --------------------------------------------------------------------
 
 log "building into $BIN"
@@ -916,9 +1054,9 @@ if [[ $BENCH_PROFILE == 1 ]]; then
 fi
 
 ports=(18081 18082 18083 18091 18092 18093 18371 18372 18373)
-[[ $BENCH_TICKETD == 1 && $BENCH_MAIN == 1 ]] && ports+=(18080) # the baseline
+[[ $BENCH_TICKETD == 1 && ($BENCH_MAIN == 1 || $BENCH_SNOWFLAKE == 1) ]] && ports+=(18080) # the baseline
 [[ $BENCH_SCALING == 1 ]] && ports+=(18084 18085 18094 18095 18374 18375)
-[[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 && " $BENCH_PEERS " != *" redis "* ]] && ports+=(18301)
+[[ ($BENCH_RESP == 1 || $BENCH_SNOWFLAKE == 1) && $BENCH_TICKETD == 1 && " $BENCH_PEERS " != *" redis "* ]] && ports+=(18301)
 [[ " $BENCH_PEERS " == *" etcd "* ]] && ports+=(18201 18202 18203 18211 18212 18213)
 [[ " $BENCH_PEERS " == *" redis "* ]] && ports+=(18301)
 [[ " $BENCH_PEERS " == *" postgres "* ]] && ports+=("$PG_PORT")
@@ -951,6 +1089,7 @@ fi
 	echo "settings: duration=$BENCH_DURATION warmup=$BENCH_WARMUP concurrency=$BENCH_CONCURRENCY range sizes=$BENCH_COUNTS peers=${BENCH_PEERS:-none}"
 	[[ $BENCH_TICKETD == 1 && $BENCH_MANYSEQ == 1 ]] && echo "many sequences: ${BENCH_MANYSEQ_COUNTS// /, } at concurrency $BENCH_MANYSEQ_CONCURRENCY, range size 1000"
 	[[ $BENCH_TICKETD == 1 && $BENCH_RESP == 1 ]] && echo "resp: range sizes ${BENCH_RESP_COUNTS// /, }, clients ${BENCH_RESP_CLIENTS// /, }, redis-benchmark pipelines ${BENCH_RESP_PIPELINES// /, }, ~${BENCH_RESP_SECONDS}s per redis-benchmark run"
+	[[ $BENCH_TICKETD == 1 && $BENCH_SNOWFLAKE == 1 ]] && echo "snowflake: IDs a request ${BENCH_SNOWFLAKE_COUNTS// /, }, clients $BENCH_SNOWFLAKE_CLIENTS"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "other runs at start: $(busy | wc -l)$(busy | head -n 3 | cut -c1-100 | sed 's/^/\n  /' | tr -d '\r')"
 	for p in etcd redis-server redis-benchmark mariadbd; do
@@ -964,8 +1103,8 @@ if [[ -n $BENCH_PEERS ]]; then
 	install_peers
 	ensure_bench_user
 	chmod 755 "$WORK" "$D" # the bench user must reach its data dirs
-elif [[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 ]]; then
-	install_peers # redis-server and redis-tools
+elif [[ ($BENCH_RESP == 1 || $BENCH_SNOWFLAKE == 1) && $BENCH_TICKETD == 1 ]]; then
+	install_peers # redis-server (and redis-tools for the RESP section)
 fi
 
 if [[ $BENCH_TICKETD == 1 ]]; then
@@ -1006,6 +1145,7 @@ if [[ $BENCH_TICKETD == 1 ]]; then
 	fi
 	if [[ $BENCH_MANYSEQ == 1 ]]; then ticketd_manyseq || true; fi
 	if [[ $BENCH_RESP == 1 ]]; then ticketd_resp || true; fi
+	if [[ $BENCH_SNOWFLAKE == 1 ]]; then ticketd_snowflake || true; fi
 	if [[ $BENCH_PROFILE == 1 ]]; then
 		wait_cluster
 		profile_ticketd 16

@@ -58,6 +58,7 @@ func newBaselineHandler() *echo.Echo {
 		first, last := ctr.reserve(name, req.Count)
 		return c.JSON(http.StatusOK, rangeResponse{Sequence: name, First: first, Last: last})
 	})
+	addSnowflakeBaselineRoutes(e)
 	return e
 }
 

@@ -43,6 +43,13 @@ type loadConfig struct {
 	// 0 or 1 is Sequence alone; more are Sequence-0000... (see
 	// sequenceNames), each request picking one at random (kind http only).
 	Sequences int
+	// Snowflake is the namespace of a Snowflake run (snowflake.go): each
+	// request asks POST /v1/namespaces/<Snowflake>/ids (or, --kind resp,
+	// TICKETD.SNOWFLAKE) for Count IDs; "" for ranges of a sequence.
+	Snowflake string
+	// SnowflakeSetup is the HTTP API that creates the namespace of a
+	// --kind resp Snowflake run.
+	SnowflakeSetup string
 
 	// Kind selects the system driven: "http" (ticketd or the baseline,
 	// the default), "resp" (ticketd's Redis-protocol front), or a peer:
@@ -100,6 +107,7 @@ type loadReport struct {
 	Targets    []string      `json:"targets"`
 	Sequence   string        `json:"sequence"`
 	Sequences  int           `json:"sequences"`
+	Snowflake  string        `json:"snowflake,omitempty"`
 	Count      uint64        `json:"count"`
 	DurationS  float64       `json:"duration_s"`
 	WarmupS    float64       `json:"warmup_s"`
@@ -187,6 +195,8 @@ func runLoad(ctx context.Context, args []string) error {
 	prime := fs.Bool("prime", false, "http, --sequences > 1: before the first level, reserve once from every sequence (their first blocks: the cold start), with the first level's concurrency, and report how long it took; the levels then measure the steady state of N active sequences")
 	follow := fs.Bool("follow-leader", true, "http: a worker moves to the leader a follower names in its answer (X-Ticketd-Leader) when it is a target, as the SDK does; false forwards every request sent to a follower")
 	pidList := fs.String("pids", "", "comma-separated pids of the server processes, for CPU accounting")
+	snowflake := fs.String("snowflake", "", "Snowflake namespace (created with PUT if missing): each request takes --count server-made IDs from it, POST /v1/namespaces/<ns>/ids (http) or TICKETD.SNOWFLAKE <ns> <count> (resp), every answer checked for duplicates; worker i sends to target i%len")
+	snowflakeSetup := fs.String("snowflake-setup", "", "--kind resp --snowflake: a node's HTTP URL, to create the namespace")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -211,6 +221,9 @@ func runLoad(ctx context.Context, args []string) error {
 	if *nseq < 1 {
 		return errors.New("--sequences must be >= 1")
 	}
+	if *snowflake != "" && *nseq > 1 {
+		return errors.New("--snowflake takes one namespace, not --sequences")
+	}
 	if *nseq > 1 && kindOrHTTP(*kind) != "http" {
 		return fmt.Errorf("%w, not --kind %s", errManyKinds, *kind)
 	}
@@ -227,6 +240,7 @@ func runLoad(ctx context.Context, args []string) error {
 		Duration: *dur, Warmup: *warm, Timeout: *timeout, Label: *label,
 		SetupTimeout: *setupTimeout, FollowLeader: *follow, Prime: *prime,
 		Kind: *kind, System: *system, Group: *group, Nodes: *nodes, Peer: *po, PIDs: pids,
+		Snowflake: *snowflake, SnowflakeSetup: *snowflakeSetup,
 	}
 	if cfg.Label == "" {
 		cfg.Label = strings.Join(targets, ",")
@@ -278,9 +292,12 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 	nseq := max(cfg.Sequences, 1)
 	var be backend
 	var err error
-	if nseq > 1 {
+	switch {
+	case cfg.Snowflake != "":
+		be, err = newSnowflakeBackend(cfg, maxConc)
+	case nseq > 1:
 		be, err = newManySeqBackend(cfg, maxConc)
-	} else {
+	default:
 		be, err = newBackend(cfg, maxConc)
 	}
 	if err != nil {
@@ -301,7 +318,7 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 	rep := &loadReport{
 		Label: cfg.Label, Kind: kindOrHTTP(cfg.Kind), System: cfg.System, Group: cfg.Group, Nodes: cfg.Nodes,
 		Note:    be.note(),
-		Targets: cfg.Targets, Sequence: cfg.Sequence, Sequences: nseq, Count: cfg.Count,
+		Targets: cfg.Targets, Sequence: cfg.Sequence, Sequences: nseq, Snowflake: cfg.Snowflake, Count: cfg.Count,
 		DurationS: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(), SetupS: setupTook.Seconds(),
 		StartedAt: time.Now().UTC(), GoVersion: runtime.Version(),
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
@@ -316,7 +333,7 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 		all, allSeqs = append(all, ranges...), append(allSeqs, seqs...)
 		rep.PrimeS = took.Seconds()
 		if err != nil {
-			rep.Overall = checkAll(all, allSeqs, nseq, cfg.Count)
+			rep.Overall = cfg.check(all, allSeqs)
 			return rep, fmt.Errorf("priming: %w", err)
 		}
 	}
@@ -335,11 +352,20 @@ func runLoadLevels(ctx context.Context, cfg loadConfig, progress io.Writer) (*lo
 		all = append(all, ranges...)
 		allSeqs = append(allSeqs, seqs...)
 	}
-	rep.Overall = checkAll(all, allSeqs, nseq, cfg.Count)
+	rep.Overall = cfg.check(all, allSeqs)
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("interrupted: %w", err)
 	}
 	return rep, nil
+}
+
+// check is the run's duplicate check of the ranges received: for Snowflake
+// answers their runs of consecutive IDs (snowflake.go), else checkAll.
+func (cfg loadConfig) check(rs []idRange, seqs []uint32) rangeCheck {
+	if cfg.Snowflake != "" {
+		return checkRanges(rs, 0) // runs of consecutive IDs: sizes vary
+	}
+	return checkAll(rs, seqs, max(cfg.Sequences, 1), cfg.Count)
 }
 
 // checkAll is checkRanges, per sequence when there are several.
@@ -446,7 +472,7 @@ func runLevel(ctx context.Context, be backend, cfg loadConfig, conc int) (levelR
 	// checkRanges sorts in place; the caller's overall check re-sorts the
 	// concatenation, so sharing the backing array here is fine. (The
 	// per-sequence check sorts a copy: ranges and seqs stay paired.)
-	lr.Check = checkAll(ranges, seqs, nseq, cfg.Count)
+	lr.Check = cfg.check(ranges, seqs)
 	return lr, ranges, seqs, nil
 }
 
@@ -460,8 +486,11 @@ const errBackoff = 10 * time.Millisecond
 //
 // A seqReserver (many sequences) picks the sequence of each request; its
 // index is kept beside the range for the per-sequence check.
+//
+// A rangesReserver (Snowflake) answers several ranges a request.
 func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, res *workerResult) {
 	sr, many := r.(seqReserver)
+	mr, multi := r.(rangesReserver)
 	for {
 		t0 := time.Now()
 		if !t0.Before(end) || ctx.Err() != nil {
@@ -475,9 +504,16 @@ func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, re
 			retries int
 			err     error
 		)
-		if many {
+		switch {
+		case multi:
+			n := len(res.ranges)
+			res.ranges, retries, err = mr.reserveRanges(ctx, res.ranges)
+			if err != nil {
+				res.ranges = res.ranges[:n]
+			}
+		case many:
 			seq, rg, retries, err = sr.reserveSeq(ctx)
-		} else {
+		default:
 			rg, retries, err = r.reserve(ctx)
 		}
 		elapsed := time.Since(t0)
@@ -496,7 +532,9 @@ func loadWorker(ctx context.Context, r reserver, measureStart, end time.Time, re
 			}
 			continue
 		}
-		res.ranges = append(res.ranges, rg)
+		if !multi {
+			res.ranges = append(res.ranges, rg)
+		}
 		if many {
 			res.seqs = append(res.seqs, uint32(seq))
 		}
@@ -567,6 +605,9 @@ func fmtErrors(m map[string]int) string {
 
 func printLoadTable(w io.Writer, rep *loadReport) {
 	seqs := "sequence=" + rep.Sequence
+	if rep.Snowflake != "" {
+		seqs = "snowflake namespace=" + rep.Snowflake
+	}
 	if rep.Sequences > 1 {
 		seqs = fmt.Sprintf("sequences=%d (%s-*, setup %.1fs)", rep.Sequences, rep.Sequence, rep.SetupS)
 		if rep.PrimeS > 0 {

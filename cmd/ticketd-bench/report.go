@@ -305,6 +305,8 @@ func judge(r *fullReport) {
 	r.Targets = append(r.Targets, manySeqTargets(r)...)
 	// Issue #14's: the RESP front against redis-server, same run.
 	r.Targets = append(r.Targets, respTargets(r)...)
+	// Issue #32's: server-made Snowflake IDs beside their peers, same run.
+	r.Targets = append(r.Targets, snowflakeTargets(r)...)
 }
 
 // manySeqGroup is the group of bench.sh's many-sequences runs (issue 17):
@@ -687,6 +689,14 @@ func printReport(w io.Writer, r *fullReport) {
 		table(respHeader, rows)
 		fmt.Fprintln(w, respSummary(rows))
 	}
+	if rows := sfRows(r); len(rows) > 0 {
+		fmt.Fprintf(w, "\n=== %s\n%s\n", sfTitle, sfExplain)
+		table(sfHeader, rows)
+		fmt.Fprintln(w, sfSummary(rows))
+		for _, l := range sfScaling(r) {
+			fmt.Fprintln(w, "scaling on paper:", l)
+		}
+	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\n=== failover: SIGKILL of the leader -> next successful reservation (ms)")
 		for _, s := range fo {
@@ -770,6 +780,18 @@ func writeMarkdown(w io.Writer, r *fullReport) {
 		fmt.Fprintf(w, "\n%s. %s\n\n", respTitle, respExplain)
 		table(respHeader, rows)
 		fmt.Fprintf(w, "\n%s.\n", respSummary(rows))
+	}
+	if rows := sfRows(r); len(rows) > 0 {
+		fmt.Fprintf(w, "\n%s. %s\n\n", sfTitle, sfExplain)
+		table(sfHeader, rows)
+		fmt.Fprintf(w, "\n%s.\n", sfSummary(rows))
+		if sc := sfScaling(r); len(sc) > 0 {
+			fmt.Fprintln(w, "\nScaling with nodes, on paper (nothing is forwarded or replicated per request, so each node adds what its own cores serve):")
+			fmt.Fprintln(w)
+			for _, l := range sc {
+				fmt.Fprintf(w, "- %s\n", l)
+			}
+		}
 	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\nFailover: time from SIGKILL of the leader to the completion of the first reservation sent after it (count=1 probe every 1 ms, 200 ms timeout per try, next node on failure):")
