@@ -593,8 +593,9 @@ type SnowflakeIDsRequest struct {
 
 // SnowflakeIDs is the answer of POST /v1/namespaces/{name}/ids: IDs made by
 // the answering node's own generator, under its worker-id lease in the
-// namespace. They strictly increase within one answer and across the
-// answers of one node's tenure of a worker id.
+// namespace. They strictly increase within one answer, and from one answer
+// of a node to the next that was asked after it was answered; two answers
+// made at the same time may interleave (never repeat).
 type SnowflakeIDs struct {
 	Namespace string `json:"namespace"`
 	// Node is the node that made them; WorkerID the worker id of its lease.
