@@ -193,6 +193,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
+	cfg.Metrics.Register(newSnowflakeCollector(s.snowflake.States))
 	s.wg.Add(2)
 	go s.membershipLoop(advertise)
 	go s.auditLoop(cfg.AuditInterval)
