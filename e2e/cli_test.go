@@ -54,16 +54,17 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 			Namespaces []json.RawMessage `json:"namespaces"`
 		} `json:"capacity"`
 		Nodes []struct {
-			ID           string          `json:"id"`
-			API          string          `json:"api"`
-			Version      string          `json:"version"`
-			FeatureLevel int             `json:"feature_level"`
-			State        string          `json:"state"`
-			Ready        bool            `json:"ready"`
-			NotReady     string          `json:"not_ready"`
-			LagEntries   *uint64         `json:"lag_entries"`
-			Storage      api.NodeStorage `json:"storage"`
-			Error        string          `json:"error"`
+			ID           string              `json:"id"`
+			API          string              `json:"api"`
+			Version      string              `json:"version"`
+			FeatureLevel int                 `json:"feature_level"`
+			State        string              `json:"state"`
+			Ready        bool                `json:"ready"`
+			NotReady     string              `json:"not_ready"`
+			LagEntries   *uint64             `json:"lag_entries"`
+			Storage      api.NodeStorage     `json:"storage"`
+			Snowflake    []api.NodeSnowflake `json:"snowflake"`
+			Error        string              `json:"error"`
 		} `json:"nodes"`
 	}
 	cliJSON(t, nil, &st, "status", "-o", "json", addrFlag)
