@@ -326,7 +326,9 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 	if status, err := asReserver.Do(http.MethodPost, base+"/v1/namespaces/tight/leases", api.LeaseRequest{Holder: "elsewhere"}, nil); err != nil || status != http.StatusCreated {
 		t.Fatalf("acquire tight's one worker id: %d %v", status, err)
 	}
-	if status, err := asReserver.Do(http.MethodPost, base+"/v1/namespaces/tight/ids", api.SnowflakeIDsRequest{}, nil); err != nil || status != http.StatusServiceUnavailable {
+	// The node's first request of a namespace waits up to 3 s for a lease.
+	patient := testkit.Client{Token: reserveToken, Timeout: 10 * time.Second}
+	if status, err := patient.Do(http.MethodPost, base+"/v1/namespaces/tight/ids", api.SnowflakeIDsRequest{}, nil); err != nil || status != http.StatusServiceUnavailable {
 		t.Fatalf("Snowflake IDs of tight from %s: %d %v, want 503", pageNode.ID, status, err)
 	}
 
