@@ -21,7 +21,9 @@ import (
 func TestBinary_JoinAndRemove(t *testing.T) {
 	c := newCluster(t)
 	addrs := freeAddrs(t, 6)
-	n1 := c.newNode("n1", addrs[0], addrs[1], "--bootstrap")
+	// n1 is told to serve a Snowflake namespace no one has created: its
+	// status says it cannot, and why (issue #32).
+	n1 := c.newNode("n1", addrs[0], addrs[1], "--bootstrap", "--snowflake-namespaces", "users")
 	c.start(n1)
 	c.waitReady(15*time.Second, n1)
 	n2 := c.newNode("n2", addrs[2], addrs[3], "--join", n1.url())
@@ -54,16 +56,17 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 			Namespaces []json.RawMessage `json:"namespaces"`
 		} `json:"capacity"`
 		Nodes []struct {
-			ID           string          `json:"id"`
-			API          string          `json:"api"`
-			Version      string          `json:"version"`
-			FeatureLevel int             `json:"feature_level"`
-			State        string          `json:"state"`
-			Ready        bool            `json:"ready"`
-			NotReady     string          `json:"not_ready"`
-			LagEntries   *uint64         `json:"lag_entries"`
-			Storage      api.NodeStorage `json:"storage"`
-			Error        string          `json:"error"`
+			ID           string              `json:"id"`
+			API          string              `json:"api"`
+			Version      string              `json:"version"`
+			FeatureLevel int                 `json:"feature_level"`
+			State        string              `json:"state"`
+			Ready        bool                `json:"ready"`
+			NotReady     string              `json:"not_ready"`
+			LagEntries   *uint64             `json:"lag_entries"`
+			Storage      api.NodeStorage     `json:"storage"`
+			Snowflake    []api.NodeSnowflake `json:"snowflake"`
+			Error        string              `json:"error"`
 		} `json:"nodes"`
 	}
 	cliJSON(t, nil, &st, "status", "-o", "json", addrFlag)
@@ -81,6 +84,9 @@ func TestBinary_JoinAndRemove(t *testing.T) {
 		// Issue #31: each node's release (stamped by the build) and level.
 		if v.Version == "" || v.Version != st.Version || v.FeatureLevel != st.FeatureLevel || v.FeatureLevel < 3 {
 			t.Fatalf("ticketd status: node %+v, want release %q and feature level %d", v, st.Version, st.FeatureLevel)
+		}
+		if sf := v.Snowflake; v.ID == "n1" && (len(sf) != 1 || sf[0].Namespace != "users" || sf[0].Serving || sf[0].Reason == "" || sf[0].WorkerID != -1) {
+			t.Fatalf("ticketd status: n1's Snowflake leases %+v, want users, not serving, with why", sf)
 		}
 	}
 	var seq api.Sequence

@@ -60,6 +60,12 @@ func (s *Service) ownStatus(c echo.Context) (api.ClusterStatus, error) {
 		FailingForMs: st.Storage.FailingFor.Milliseconds(),
 		FreeBytes:    st.Storage.FreeBytes, LogBytes: st.Storage.LogBytes, SnapshotBytes: st.Storage.SnapshotBytes,
 	}
+	for _, sf := range st.Snowflake {
+		out.Snowflake = append(out.Snowflake, api.NodeSnowflake{
+			Namespace: sf.Namespace, Serving: sf.Serving, Reason: sf.Reason, WorkerID: sf.WorkerID,
+			LeaseRemainingMs: sf.LeaseRemaining.Milliseconds(), TimestampFloorMs: sf.TimestampFloorMs, Issued: sf.Issued,
+		})
+	}
 	return out, nil
 }
 

@@ -63,6 +63,7 @@ const (
 	tokenBody              // api.LeaseTokenRequest
 	backupBody             // raw bytes (POST /v1/restore)
 	raiseBody              // {"at_least": int64}, required
+	idsBody                // {"count": int64}, optional (blank: 1)
 )
 
 // fuzzRoute is one route under fuzzing; "{1}" and "{2}" in path stand for the
@@ -92,6 +93,7 @@ const (
 	rListLeases
 	rListSequences
 	rRaiseSequence
+	rSnowflakeIDs
 	numRoutes
 )
 
@@ -115,6 +117,7 @@ var fuzzRoutes = [numRoutes]fuzzRoute{
 	rListLeases:       {http.MethodGet, "/v1/namespaces/{1}/leases", noBody},
 	rListSequences:    {http.MethodGet, "/v1/sequences", noBody},
 	rRaiseSequence:    {http.MethodPost, "/v1/sequences/{1}/raise", raiseBody},
+	rSnowflakeIDs:     {http.MethodPost, "/v1/namespaces/{1}/ids", idsBody},
 }
 
 // pathSegment keeps a fuzzed segment one segment of one request line: no
@@ -267,6 +270,7 @@ var bodyFields = map[bodyKind][]fieldSpec{
 	leaseBody: {{"holder", kString}, {"request_id", kString}, {"client_time_ms", kInt64}, {"worker_id", kInt64}},
 	tokenBody: {{"token", kUint64}, {"client_time_ms", kInt64}},
 	raiseBody: {{"at_least", kInt64}},
+	idsBody:   {{"count", kInt64}},
 }
 
 // jsonValue is one field of a modelled body: absent (or null), a number or
@@ -292,7 +296,8 @@ func jsonFold(s string) string {
 // false when decodeBody must refuse it.
 func modelBody(kind bodyKind, body []byte, optional bool) (map[string]jsonValue, bool) {
 	out := map[string]jsonValue{}
-	if len(body) == 0 {
+	// The Snowflake route reads a body of only white space as none.
+	if len(body) == 0 || (kind == idsBody && len(bytes.TrimSpace(body)) == 0) {
 		return out, optional
 	}
 	if !json.Valid(body) {
@@ -397,7 +402,8 @@ var knownProblemTypes = map[string]bool{
 	api.ProblemRouteNotFound: true, api.ProblemMethodNotAllowed: true, api.ProblemUnsupportedMedium: true,
 	api.ProblemUnauthorized: true, api.ProblemForbidden: true, api.ProblemTooManyRequests: true,
 	api.ProblemNamespaceNotFound: true, api.ProblemNoWorkerFree: true, api.ProblemLeaseLost: true,
-	api.ProblemWorkerUnavailable: true,
+	api.ProblemWorkerUnavailable: true, api.ProblemClockBehind: true, api.ProblemWorkersExhausted: true,
+	api.ProblemNoWorkerLease: true, api.ProblemTimestampExhausted: true,
 }
 
 // checkAnswer checks the shape every answer promises: an error is an RFC
@@ -546,6 +552,15 @@ var fuzzSeeds = []fuzzSeed{
 	{rRaiseSequence, "orders", "", "", `{}`},
 	{rRaiseSequence, "orders", "", "", ``},
 	{rRaiseSequence, "orders", "", "", `{"at_least":5,"count":1}`},
+	{rSnowflakeIDs, "ids", "", "", `{"count":3}`},
+	{rSnowflakeIDs, "ids", "", "", ``},
+	{rSnowflakeIDs, "ids", "", "", " \n"},
+	{rSnowflakeIDs, "ids", "", "", `{}`},
+	{rSnowflakeIDs, "ids", "", "", `{"count":10000}`},
+	{rSnowflakeIDs, "ids", "", "", `{"count":10001}`},
+	{rSnowflakeIDs, "ids", "", "", `{"count":0}`},
+	{rSnowflakeIDs, "ids", "", "", `{"count":1,"n":2}`},
+	{rSnowflakeIDs, "no%20such", "", "", `{"count":1}`},
 }
 
 // ---------------------------------------------------------------------------
@@ -748,7 +763,7 @@ func always(typ string) func(int) string { return func(int) string { return typ 
 // notFoundType is the documented type of a 404 on a route.
 func notFoundType(route int) string {
 	switch route {
-	case rCreateNamespace, rAcquireLease, rRenewLease, rReleaseLease, rRevokeLease, rInspectSnowflake, rGetNamespace, rListLeases:
+	case rCreateNamespace, rAcquireLease, rRenewLease, rReleaseLease, rRevokeLease, rInspectSnowflake, rGetNamespace, rListLeases, rSnowflakeIDs:
 		return api.ProblemNamespaceNotFound
 	case rJoin, rUpdateMember, rRemoveMember:
 		return api.ProblemMemberNotFound
@@ -765,6 +780,11 @@ var storeFaults = []storeFault{
 	{domain.Kindf(domain.ErrLeaseLost, "the lease ended"), 409, always(api.ProblemLeaseLost)},
 	{domain.Wrap(domain.ErrWorkerUnavailable, &domain.WorkerUnavailableError{WorkerID: 17, Holder: "h", State: "held", Message: "worker 17 is held"}),
 		409, always(api.ProblemWorkerUnavailable)},
+	{domain.Kindf(domain.ErrTimestampExhausted, "the timestamp bits ran out"), 409, always(api.ProblemTimestampExhausted)},
+	{domain.Wrap(domain.ErrClockBehind, &domain.ClockBehindError{Namespace: "ids", BehindMs: 1500, Message: "the clock is 1.5 s behind"}),
+		503, always(api.ProblemClockBehind)},
+	{domain.Kindf(domain.ErrWorkersExhausted, "every worker id is held"), 503, always(api.ProblemWorkersExhausted)},
+	{domain.Kindf(domain.ErrNoWorkerLease, "no valid lease"), 503, always(api.ProblemNoWorkerLease)},
 	{domain.Kindf(domain.ErrUnavailable, "not the leader"), 503, always(api.ProblemUnavailable)},
 	{context.DeadlineExceeded, 503, always(api.ProblemUnavailable)},
 	{context.Canceled, 503, always(api.ProblemUnavailable)},
@@ -784,7 +804,7 @@ type expectation struct {
 // code paths.
 func expectFor(r request) expectation {
 	kind := fuzzRoutes[r.route].body
-	optional := kind == createSeqBody || kind == namespaceBody
+	optional := kind == createSeqBody || kind == namespaceBody || kind == idsBody
 	body, bodyOK := map[string]jsonValue{}, true
 	if kind != noBody && kind != backupBody {
 		if len(r.body) > api.MaxBodyBytes {
@@ -920,6 +940,15 @@ func expectFor(r request) expectation {
 			limit = int(l)
 		}
 		return expectation{call: true, args: fmt.Sprintf("Sequences(%q,%d)", after, limit)}
+	case rSnowflakeIDs:
+		count := int64(1)
+		if c := body["count"]; c.set {
+			count = c.i
+		}
+		if !validSequenceName(r.p1) || !bodyOK || count < 1 || count > api.MaxSnowflakeIDs {
+			return no
+		}
+		return expectation{call: true, args: fmt.Sprintf("SnowflakeIDs(%q,%d)", r.p1, count)}
 	}
 	panic("unknown route")
 }
@@ -1280,7 +1309,7 @@ func FuzzAPINode(f *testing.F) {
 			if d, err := url.PathUnescape(pathSegment(seg1)); err == nil {
 				seg1 = mapName(pathSegment(seg1), d, fuzzSequences)
 			}
-		case rCreateNamespace, rAcquireLease, rRenewLease, rReleaseLease, rRevokeLease, rInspectSnowflake, rGetNamespace, rListLeases:
+		case rCreateNamespace, rAcquireLease, rRenewLease, rReleaseLease, rRevokeLease, rInspectSnowflake, rGetNamespace, rListLeases, rSnowflakeIDs:
 			if d, err := url.PathUnescape(pathSegment(seg1)); err == nil {
 				seg1 = mapName(pathSegment(seg1), d, fuzzNamespaces)
 			}
@@ -1389,6 +1418,7 @@ var nodeStatuses = [numRoutes][]int{
 	rListLeases:       {200, 404},
 	rListSequences:    {200, 400},
 	rRaiseSequence:    {200, 400, 409},
+	rSnowflakeIDs:     {200, 400, 404},
 }
 
 func (h *nodeHarness) check(t *testing.T, what string, r request, res testkit.Response, p api.Problem, rewritten bool) {
@@ -1412,7 +1442,7 @@ func (h *nodeHarness) check(t *testing.T, what string, r request, res testkit.Re
 	}
 	kind := fuzzRoutes[r.route].body
 	if kind != noBody && kind != backupBody && !rewritten {
-		if _, ok := modelBody(kind, r.body, kind == createSeqBody || kind == namespaceBody); !ok && res.Status != http.StatusBadRequest {
+		if _, ok := modelBody(kind, r.body, kind == createSeqBody || kind == namespaceBody || kind == idsBody); !ok && res.Status != http.StatusBadRequest {
 			t.Errorf("%s: a malformed body answered %d, want 400: %s", what, res.Status, res.Body)
 		}
 	}

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,6 +86,13 @@ type pageState struct {
 		Text string `json:"text"`
 	} `json:"sequences"`
 	Holders []string `json:"holders"`
+	// Snowflake is each member's Snowflake leases as its row shows them.
+	Snowflake []struct {
+		Node      string `json:"node"`
+		Namespace string `json:"ns"`
+		Serving   string `json:"serving"`
+		Text      string `json:"text"`
+	} `json:"snowflake"`
 	Changes []struct {
 		Term   string `json:"term"`
 		Leader string `json:"leader"`
@@ -109,6 +117,8 @@ const readPage = `(() => {
 		banners: q("#banners [data-banner]").map((b) => ({id: b.dataset.banner, node: b.dataset.node || "", text: b.textContent})),
 		sequences: q("#sequences tbody tr[data-sequence]").map((r) => ({name: r.dataset.sequence, next: r.dataset.next, rate: r.dataset.rate, text: r.textContent})),
 		holders: q("#namespaces td.holder").map((td) => td.textContent),
+		snowflake: q("#members td.snowflake [data-namespace]").map((d) => ({node: d.closest("tr").dataset.node, ns: d.dataset.namespace,
+			serving: d.dataset.serving, text: d.textContent})),
 		changes: q("#leader-changes tbody tr[data-term]").map((r) => ({term: r.dataset.term, leader: r.dataset.leader})),
 		injected: q("#injected, #namespaces img").length,
 		title: document.title,
@@ -304,6 +314,24 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 		leases = append(leases, l)
 	}
 
+	// Snowflake IDs made by the page's node: it serves users, and cannot
+	// serve tight, whose one worker id another holder has for 10 minutes.
+	if status, err := asReserver.Do(http.MethodPost, base+"/v1/namespaces/users/ids", api.SnowflakeIDsRequest{}, nil); err != nil || status != http.StatusOK {
+		t.Fatalf("Snowflake IDs of users from %s: %d %v", pageNode.ID, status, err)
+	}
+	tight := []byte(`{"timestamp_bits":50,"worker_bits":1,"sequence_bits":12,"max_workers":1,"lease_ttl_ms":600000}`)
+	if status, err := asAdmin.Do(http.MethodPut, base+"/v1/namespaces/tight", json.RawMessage(tight), nil); err != nil || status != http.StatusCreated {
+		t.Fatalf("create namespace tight: %d %v", status, err)
+	}
+	if status, err := asReserver.Do(http.MethodPost, base+"/v1/namespaces/tight/leases", api.LeaseRequest{Holder: "elsewhere"}, nil); err != nil || status != http.StatusCreated {
+		t.Fatalf("acquire tight's one worker id: %d %v", status, err)
+	}
+	// The node's first request of a namespace waits up to 3 s for a lease.
+	patient := testkit.Client{Token: reserveToken, Timeout: 10 * time.Second}
+	if status, err := patient.Do(http.MethodPost, base+"/v1/namespaces/tight/ids", api.SnowflakeIDsRequest{}, nil); err != nil || status != http.StatusServiceUnavailable {
+		t.Fatalf("Snowflake IDs of tight from %s: %d %v, want 503", pageNode.ID, status, err)
+	}
+
 	// Load through the page's node (it forwards to the leader), until the
 	// test ends; failures during the failover are expected.
 	loadCtx, stopLoad := context.WithCancel(context.Background())
@@ -412,6 +440,21 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 		}
 		if s.banner("no-leader", "") || s.banner("unreachable", "") {
 			return errors.New("a healthy cluster shows a no-leader or unreachable banner")
+		}
+		return nil
+	})
+	page.waitFor("the page's node serving users and standing out for tight", 15*time.Second, func(s pageState) error {
+		serving := map[string]string{}
+		for _, sf := range s.Snowflake {
+			if sf.Node == pageNode.ID {
+				serving[sf.Namespace] = sf.Serving
+			}
+		}
+		if serving["users"] != "true" || serving["tight"] != "false" {
+			return fmt.Errorf("Snowflake leases shown %+v, want %s serving users and not tight", s.Snowflake, pageNode.ID)
+		}
+		if !s.banner("snowflake", pageNode.ID) {
+			return fmt.Errorf("no snowflake banner for %s", pageNode.ID)
 		}
 		return nil
 	})

@@ -47,7 +47,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // nodeView is one member as it sees itself: readiness, lag and storage,
-// its release and the feature level its binary knows (both absent from a
+// its Snowflake leases, its release and the feature level its binary knows (both absent from a
 // binary older than feature levels, which counts as the base level).
 type nodeView struct {
 	ID           string           `json:"id"`
@@ -59,6 +59,9 @@ type nodeView struct {
 	NotReady     string           `json:"not_ready,omitempty"`
 	LagEntries   uint64           `json:"lag_entries"`
 	Storage      *api.NodeStorage `json:"storage,omitempty"`
+	// Snowflake is the member's own worker-id lease in each namespace its
+	// Snowflake service serves (GET /v1/cluster's snowflake).
+	Snowflake []api.NodeSnowflake `json:"snowflake,omitempty"`
 	// Error is why this member could not be asked.
 	Error string `json:"error,omitempty"`
 }
@@ -104,6 +107,7 @@ func nodeViews(ctx context.Context, co *clientOpts, st api.ClusterStatus) []node
 			}
 			v.State, v.Ready, v.NotReady, v.LagEntries, v.Storage = ns.State, ns.Ready, ns.NotReady, ns.LagEntries, &ns.Storage
 			v.Version, v.FeatureLevel = ns.Version, ns.FeatureLevel
+			v.Snowflake = ns.Snowflake
 		}(&views[i])
 	}
 	wg.Wait()

@@ -13,7 +13,8 @@ import (
 // statusTable prints the cluster for people: one row per member, as each
 // member sees itself (gathered by one node with GET /v1/cluster/nodes, so a
 // member this machine cannot reach directly is still asked), a member that
-// did not answer with why, then the capacity left. Each member's release
+// did not answer with why, then each member's Snowflake leases (when any
+// member has one), then the capacity left. Each member's release
 // and feature level are its own answer's; the line under the summary says
 // the cluster's level (levelSummary).
 func statusTable(co *clientOpts, w io.Writer) error {
@@ -57,6 +58,9 @@ func writeStatusTable(w io.Writer, nodes api.NodesStatus, capLeft capacity) erro
 			cellBytes(st.Storage.LogBytes), cellBytes(st.Storage.SnapshotBytes), memberProblem(*st))
 	}
 	if err := t.write(&b); err != nil {
+		return err
+	}
+	if err := writeSnowflakeLeases(&b, nodes); err != nil {
 		return err
 	}
 	if len(capLeft.Sequences) > 0 {
@@ -149,4 +153,35 @@ func memberProblem(st api.ClusterStatus) string {
 		p = append(p, st.Storage.Error)
 	}
 	return strings.Join(p, "; ")
+}
+
+// writeSnowflakeLeases prints, after a blank line, one row per member and
+// Snowflake namespace its own service serves or was told to: the worker id
+// of its lease, whether it serves now, how long the lease lasts without a
+// renewal, the IDs it made, and why it does not serve. Nothing when no
+// member that answered has any.
+func writeSnowflakeLeases(b *strings.Builder, nodes api.NodesStatus) error {
+	t := newTable(left("MEMBER"), left("SNOWFLAKE"), right("WORKER"), left("SERVING"), right("LEASE LEFT"), right("ISSUED"), left("WHY NOT"))
+	rows := 0
+	for _, n := range nodes.Nodes {
+		if n.Status == nil {
+			continue
+		}
+		for _, sf := range n.Status.Snowflake {
+			worker, left := "-", "-"
+			if sf.WorkerID >= 0 {
+				worker = cellInt(sf.WorkerID)
+			}
+			if sf.LeaseRemainingMs > 0 {
+				left = cellMs(sf.LeaseRemainingMs)
+			}
+			t.row(n.ID, sf.Namespace, worker, cellBool(sf.Serving), left, cellInt(sf.Issued), sf.Reason)
+			rows++
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
+	b.WriteString("\n")
+	return t.write(b)
 }

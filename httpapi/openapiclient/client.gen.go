@@ -241,13 +241,13 @@ func (e SnowflakeInspectionWorkerRole) Valid() bool {
 
 // Defines values for UnavailableProblemStatus.
 const (
-	N503 UnavailableProblemStatus = 503
+	UnavailableProblemStatusN503 UnavailableProblemStatus = 503
 )
 
 // Valid indicates whether the value is a known member of the UnavailableProblemStatus enum.
 func (e UnavailableProblemStatus) Valid() bool {
 	switch e {
-	case N503:
+	case UnavailableProblemStatusN503:
 		return true
 	default:
 		return false
@@ -256,13 +256,13 @@ func (e UnavailableProblemStatus) Valid() bool {
 
 // Defines values for UnavailableProblemType.
 const (
-	UrnTicketdProblemUnavailable UnavailableProblemType = "urn:ticketd:problem:unavailable"
+	UnavailableProblemTypeUrnTicketdProblemUnavailable UnavailableProblemType = "urn:ticketd:problem:unavailable"
 )
 
 // Valid indicates whether the value is a known member of the UnavailableProblemType enum.
 func (e UnavailableProblemType) Valid() bool {
 	switch e {
-	case UrnTicketdProblemUnavailable:
+	case UnavailableProblemTypeUrnTicketdProblemUnavailable:
 		return true
 	default:
 		return false
@@ -665,6 +665,75 @@ const (
 func (e SequenceNotFoundType) Valid() bool {
 	switch e {
 	case SequenceNotFoundTypeUrnTicketdProblemSequenceNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnowflakeUnavailableStatus.
+const (
+	SnowflakeUnavailableStatusN503 SnowflakeUnavailableStatus = 503
+)
+
+// Valid indicates whether the value is a known member of the SnowflakeUnavailableStatus enum.
+func (e SnowflakeUnavailableStatus) Valid() bool {
+	switch e {
+	case SnowflakeUnavailableStatusN503:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnowflakeUnavailableType.
+const (
+	SnowflakeUnavailableTypeUrnTicketdProblemClockBehind      SnowflakeUnavailableType = "urn:ticketd:problem:clock-behind"
+	SnowflakeUnavailableTypeUrnTicketdProblemNoWorkerLease    SnowflakeUnavailableType = "urn:ticketd:problem:no-worker-lease"
+	SnowflakeUnavailableTypeUrnTicketdProblemUnavailable      SnowflakeUnavailableType = "urn:ticketd:problem:unavailable"
+	SnowflakeUnavailableTypeUrnTicketdProblemWorkersExhausted SnowflakeUnavailableType = "urn:ticketd:problem:workers-exhausted"
+)
+
+// Valid indicates whether the value is a known member of the SnowflakeUnavailableType enum.
+func (e SnowflakeUnavailableType) Valid() bool {
+	switch e {
+	case SnowflakeUnavailableTypeUrnTicketdProblemClockBehind:
+		return true
+	case SnowflakeUnavailableTypeUrnTicketdProblemNoWorkerLease:
+		return true
+	case SnowflakeUnavailableTypeUrnTicketdProblemUnavailable:
+		return true
+	case SnowflakeUnavailableTypeUrnTicketdProblemWorkersExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimestampExhaustedStatus.
+const (
+	TimestampExhaustedStatusN409 TimestampExhaustedStatus = 409
+)
+
+// Valid indicates whether the value is a known member of the TimestampExhaustedStatus enum.
+func (e TimestampExhaustedStatus) Valid() bool {
+	switch e {
+	case TimestampExhaustedStatusN409:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimestampExhaustedType.
+const (
+	TimestampExhaustedTypeUrnTicketdProblemTimestampExhausted TimestampExhaustedType = "urn:ticketd:problem:timestamp-exhausted"
+)
+
+// Valid indicates whether the value is a known member of the TimestampExhaustedType enum.
+func (e TimestampExhaustedType) Valid() bool {
+	switch e {
+	case TimestampExhaustedTypeUrnTicketdProblemTimestampExhausted:
 		return true
 	default:
 		return false
@@ -3011,6 +3080,285 @@ const (
 func (e CreateNamespace500ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
 	switch e {
 	case CreateNamespace500ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemInternal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatusN400 TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatus = 400
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatusN400:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBadRequest TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:bad-request"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBadRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatusN401 TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatus = 401
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatusN401:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemUnauthorized TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatusN403 TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatus = 403
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatusN403:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemForbidden TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:forbidden"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemForbidden:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatusN404 TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatus = 404
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatusN404:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNamespaceNotFound TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:namespace-not-found"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNamespaceNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatusN409 TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatus = 409
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatusN409:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemTimestampExhausted TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:timestamp-exhausted"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemTimestampExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatusN413 TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatus = 413
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatusN413:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBodyTooLarge TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:body-too-large"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemBodyTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatusN429 TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatus = 429
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatusN429:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemTooManyRequests TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:too-many-requests"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemTooManyRequests:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatusN500 TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatus = 500
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatusN500:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemInternal TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:internal"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemInternal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatus.
+const (
+	TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatusN503 TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatus = 503
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatus enum.
+func (e TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatusN503:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType.
+const (
+	TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClockBehind      TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:clock-behind"
+	TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerLease    TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:no-worker-lease"
+	TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemUnavailable      TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:unavailable"
+	TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemWorkersExhausted TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType = "urn:ticketd:problem:workers-exhausted"
+)
+
+// Valid indicates whether the value is a known member of the TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType enum.
+func (e TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType) Valid() bool {
+	switch e {
+	case TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemClockBehind:
+		return true
+	case TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemNoWorkerLease:
+		return true
+	case TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemUnavailable:
+		return true
+	case TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyTypeUrnTicketdProblemWorkersExhausted:
 		return true
 	default:
 		return false
@@ -5444,6 +5792,9 @@ type ClusterStatus struct {
 	// Ready What this node's `/readyz` answers.
 	Ready bool `json:"ready"`
 
+	// Snowflake This node's worker-id lease in each namespace its Snowflake service has served (`POST /v1/namespaces/{name}/ids`) or was started to serve (`--snowflake-namespaces`), by name. Absent when there is none, and from an older binary.
+	Snowflake *[]NodeSnowflake `json:"snowflake,omitempty"`
+
 	// State Its Raft state.
 	State ClusterStatusState `json:"state"`
 
@@ -5691,6 +6042,32 @@ type NamespaceRequestPreset string
 // NamespaceRequestWorkerRole What the worker field of an ID is: `worker` (default: a lease gets any free worker id) or `shard` (a logical shard: a lease must choose it with `worker_id`).
 type NamespaceRequestWorkerRole string
 
+// NodeSnowflake One node's worker-id lease in one namespace, as its own Snowflake service sees it.
+type NodeSnowflake struct {
+	// Issued The IDs the node made in the namespace since it started.
+	Issued int64 `json:"issued"`
+
+	// LeaseRemainingMs How long the lease lasts without another renewal, by the node's monotonic clock; 0 when it holds no valid lease.
+	LeaseRemainingMs int64 `json:"lease_remaining_ms"`
+
+	// Namespace A sequence or namespace name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.
+	//
+	// Examples: orders
+	Namespace Name `json:"namespace"`
+
+	// Reason Why it does not serve; absent while it does.
+	Reason *string `json:"reason,omitempty"`
+
+	// Serving Whether the node makes IDs of the namespace now: it holds a valid lease and its clock is not behind.
+	Serving bool `json:"serving"`
+
+	// TimestampFloorMs The worker id's timestamp floor: every ID of this tenure has a later timestamp. Absent while unknown.
+	TimestampFloorMs *int64 `json:"timestamp_floor_ms,omitempty"`
+
+	// WorkerId The worker id of its lease; -1 when it has none.
+	WorkerId int64 `json:"worker_id"`
+}
+
 // NodeStatus One member as the gathering node reached it: its status when it answered, otherwise why not.
 type NodeStatus struct {
 	// Error Why not, when it did not: no API address known, refused, timed out, or its problem's detail.
@@ -5735,6 +6112,9 @@ type Problem struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -5753,8 +6133,14 @@ type Problem struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5765,7 +6151,7 @@ type Problem struct {
 	Status int    `json:"status"`
 	Title  string `json:"title"`
 
-	// Type A stable identifier to switch on: `urn:ticketd:problem:` and one of bad-request, sequence-not-found, sequence-exhausted, conflict, body-too-large, unavailable, member-not-found, internal, route-not-found, method-not-allowed, unsupported-media-type, unauthorized, forbidden, too-many-requests, namespace-not-found, no-worker-free, lease-lost, worker-unavailable, cluster-upgrading.
+	// Type A stable identifier to switch on: `urn:ticketd:problem:` and one of bad-request, sequence-not-found, sequence-exhausted, conflict, body-too-large, unavailable, member-not-found, internal, route-not-found, method-not-allowed, unsupported-media-type, unauthorized, forbidden, too-many-requests, namespace-not-found, no-worker-free, lease-lost, worker-unavailable, cluster-upgrading, clock-behind, workers-exhausted, no-worker-lease, timestamp-exhausted.
 	Type string `json:"type"`
 
 	// WorkerId `worker-unavailable` only: the worker id the request chose.
@@ -5847,6 +6233,32 @@ type SequenceList struct {
 	Sequences []Sequence `json:"sequences"`
 }
 
+// SnowflakeIDs IDs made by the answering node's own generator under its worker-id lease in the namespace, strictly increasing.
+type SnowflakeIDs struct {
+	// Ids The IDs as JSON numbers (up to 2^63-1: above 2^53 JavaScript loses precision; read `ids_text`).
+	Ids []int64 `json:"ids"`
+
+	// IdsText The same IDs as decimal strings, in the same order.
+	IdsText []string `json:"ids_text"`
+
+	// Namespace A sequence or namespace name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.
+	//
+	// Examples: orders
+	Namespace Name `json:"namespace"`
+
+	// Node The node that made them.
+	Node string `json:"node"`
+
+	// WorkerId The worker id of its lease (-1 in the rare answer whose lease ended as its IDs were made).
+	WorkerId int64 `json:"worker_id"`
+}
+
+// SnowflakeIDsRequest defines model for SnowflakeIDsRequest.
+type SnowflakeIDsRequest struct {
+	// Count How many IDs (default 1).
+	Count *int64 `json:"count,omitempty"`
+}
+
 // SnowflakeInspection defines model for SnowflakeInspection.
 type SnowflakeInspection struct {
 	// Holder The lease that held the worker id at that time, while the audit still has it (its token is not shown).
@@ -5884,6 +6296,9 @@ type UnavailableProblem struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -5902,8 +6317,14 @@ type UnavailableProblem struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5952,6 +6373,9 @@ type BadRequest struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -5970,8 +6394,14 @@ type BadRequest struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -5996,6 +6426,9 @@ type BodyTooLarge struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6014,8 +6447,14 @@ type BodyTooLarge struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6040,6 +6479,9 @@ type Conflict struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6058,8 +6500,14 @@ type Conflict struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6084,6 +6532,9 @@ type ConflictOrUpgrading struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6102,8 +6553,14 @@ type ConflictOrUpgrading struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6128,6 +6585,9 @@ type ExhaustedOrUpgrading struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6146,8 +6606,14 @@ type ExhaustedOrUpgrading struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6172,6 +6638,9 @@ type Forbidden struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6190,8 +6659,14 @@ type Forbidden struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6216,6 +6691,9 @@ type Internal struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6234,8 +6712,14 @@ type Internal struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6260,6 +6744,9 @@ type LeaseLost struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6278,8 +6765,14 @@ type LeaseLost struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6304,6 +6797,9 @@ type MemberNotFound struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6322,8 +6818,14 @@ type MemberNotFound struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6348,6 +6850,9 @@ type NamespaceNotFound struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6366,8 +6871,14 @@ type NamespaceNotFound struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6392,6 +6903,9 @@ type NoWorkerFree struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6410,8 +6924,14 @@ type NoWorkerFree struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6436,6 +6956,9 @@ type SequenceExhausted struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6454,8 +6977,14 @@ type SequenceExhausted struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6480,6 +7009,9 @@ type SequenceNotFound struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6498,8 +7030,14 @@ type SequenceNotFound struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6519,10 +7057,13 @@ type SequenceNotFoundStatus int
 // SequenceNotFoundType defines model for SequenceNotFound.Type.
 type SequenceNotFoundType string
 
-// TooManyRequests defines model for TooManyRequests.
-type TooManyRequests struct {
+// SnowflakeUnavailable defines model for SnowflakeUnavailable.
+type SnowflakeUnavailable struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
 
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
@@ -6542,8 +7083,120 @@ type TooManyRequests struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                    `json:"state,omitempty"`
+	Status SnowflakeUnavailableStatus `json:"status"`
+	Title  string                     `json:"title"`
+	Type   SnowflakeUnavailableType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
+}
+
+// SnowflakeUnavailableStatus defines model for SnowflakeUnavailable.Status.
+type SnowflakeUnavailableStatus int
+
+// SnowflakeUnavailableType defines model for SnowflakeUnavailable.Type.
+type SnowflakeUnavailableType string
+
+// TimestampExhausted defines model for TimestampExhausted.
+type TimestampExhausted struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
+	// Detail What went wrong, in words: the field or value at fault.
+	Detail *string `json:"detail,omitempty"`
+
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
+	// Leader The leader's node ID, when the answering node knows it (503 answers).
+	Leader *string `json:"leader,omitempty"`
+
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace string `json:"namespace"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node string `json:"node"`
+
+	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
+	//
+	// Examples: held
+	State  *string                  `json:"state,omitempty"`
+	Status TimestampExhaustedStatus `json:"status"`
+	Title  string                   `json:"title"`
+	Type   TimestampExhaustedType   `json:"type"`
+
+	// WorkerId `worker-unavailable` only: the worker id the request chose.
+	WorkerId *int64 `json:"worker_id,omitempty"`
+}
+
+// TimestampExhaustedStatus defines model for TimestampExhausted.Status.
+type TimestampExhaustedStatus int
+
+// TimestampExhaustedType defines model for TimestampExhausted.Type.
+type TimestampExhaustedType string
+
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests struct {
+	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
+	Behind *[]Member `json:"behind,omitempty"`
+
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
+	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
+	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
+
+	// Detail What went wrong, in words: the field or value at fault.
+	Detail *string `json:"detail,omitempty"`
+
+	// EarliestFreeMs `worker-unavailable` only: an estimate (Unix ms, by the leaders' clocks) of the earliest time the id can be had: the end of the lease (for a held one, its expiry if its holder renews no more) plus the recycle delay. A new leader restarts the wait, so it can be later.
+	EarliestFreeMs *int64 `json:"earliest_free_ms,omitempty"`
+
+	// EndReason `worker-unavailable` only, for an ended lease: released, revoked, expired or restored.
+	EndReason *string `json:"end_reason,omitempty"`
+
+	// Holder `worker-unavailable` only: the holder of that id's lease.
+	Holder *string `json:"holder,omitempty"`
+
+	// Leader The leader's node ID, when the answering node knows it (503 answers).
+	Leader *string `json:"leader,omitempty"`
+
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
+	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
+	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -6568,6 +7221,9 @@ type Unauthorized struct {
 	// Behind `cluster-upgrading` only: the members whose binaries are behind `need_feature_level` (or did not report a level), with what the leader's level probe learned of them.
 	Behind *[]Member `json:"behind,omitempty"`
 
+	// ClockBehindMs `clock-behind` only: how far the answering node's wall clock is behind what its generator must stay above, in milliseconds (also `Retry-After`, in whole seconds).
+	ClockBehindMs *int64 `json:"clock_behind_ms,omitempty"`
+
 	// ClusterFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the level the cluster has decided through its log.
 	ClusterFeatureLevel *int `json:"cluster_feature_level,omitempty"`
 
@@ -6586,8 +7242,14 @@ type Unauthorized struct {
 	// Leader The leader's node ID, when the answering node knows it (503 answers).
 	Leader *string `json:"leader,omitempty"`
 
+	// Namespace The Snowflake service's problems (`clock-behind`, `workers-exhausted`, `no-worker-lease`, `timestamp-exhausted`) only: the namespace asked for.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// NeedFeatureLevel `cluster-upgrading` (and a join refused for its level) only: the feature level the request needs.
 	NeedFeatureLevel *int `json:"need_feature_level,omitempty"`
+
+	// Node The Snowflake service's problems only: the node that answered, whose generator it concerns.
+	Node *string `json:"node,omitempty"`
 
 	// State `worker-unavailable` only: `held`, or `ended` (the id rests for the recycle delay).
 	//
@@ -7075,6 +7737,60 @@ type CreateNamespace500ApplicationProblemPlusJSONResponseBodyStatus int
 // CreateNamespace500ApplicationProblemPlusJSONResponseBodyType defines parameters for CreateNamespace.
 type CreateNamespace500ApplicationProblemPlusJSONResponseBodyType string
 
+// TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs400ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs401ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs403ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs404ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs409ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs413ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs429ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs500ApplicationProblemPlusJSONResponseBodyType string
+
+// TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatus defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyStatus int
+
+// TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType defines parameters for TakeSnowflakeIDs.
+type TakeSnowflakeIDs503ApplicationProblemPlusJSONResponseBodyType string
+
 // ListLeases401ApplicationProblemPlusJSONResponseBodyStatus defines parameters for ListLeases.
 type ListLeases401ApplicationProblemPlusJSONResponseBodyStatus int
 
@@ -7561,6 +8277,9 @@ type UpdateMemberJSONRequestBody = JoinRequest
 // CreateNamespaceJSONRequestBody defines body for CreateNamespace for application/json ContentType.
 type CreateNamespaceJSONRequestBody = NamespaceRequest
 
+// TakeSnowflakeIDsJSONRequestBody defines body for TakeSnowflakeIDs for application/json ContentType.
+type TakeSnowflakeIDsJSONRequestBody = SnowflakeIDsRequest
+
 // AcquireLeaseJSONRequestBody defines body for AcquireLease for application/json ContentType.
 type AcquireLeaseJSONRequestBody = LeaseRequest
 
@@ -7824,6 +8543,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/namespaces/{name} (the `CreateNamespace` operationId).
 	CreateNamespace(ctx context.Context, name NamespaceName, body CreateNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeSnowflakeIDsWithBody Take Snowflake IDs made by the answering node
+	//
+	// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+	TakeSnowflakeIDsWithBody(ctx context.Context, name NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeSnowflakeIDs Take Snowflake IDs made by the answering node
+	//
+	// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+	TakeSnowflakeIDs(ctx context.Context, name NamespaceName, body TakeSnowflakeIDsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListLeases List a namespace's leases
 	//
@@ -8373,6 +9110,44 @@ func (c *Client) CreateNamespaceWithBody(ctx context.Context, name NamespaceName
 // Corresponds with PUT /v1/namespaces/{name} (the `CreateNamespace` operationId).
 func (c *Client) CreateNamespace(ctx context.Context, name NamespaceName, body CreateNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateNamespaceRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeSnowflakeIDsWithBody Take Snowflake IDs made by the answering node
+//
+// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+func (c *Client) TakeSnowflakeIDsWithBody(ctx context.Context, name NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeSnowflakeIDsRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeSnowflakeIDs Take Snowflake IDs made by the answering node
+//
+// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+func (c *Client) TakeSnowflakeIDs(ctx context.Context, name NamespaceName, body TakeSnowflakeIDsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeSnowflakeIDsRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9406,6 +10181,53 @@ func NewCreateNamespaceRequestWithBody(server string, name NamespaceName, conten
 	return req, nil
 }
 
+// NewTakeSnowflakeIDsRequest calls the generic TakeSnowflakeIDs builder with application/json body
+func NewTakeSnowflakeIDsRequest(server string, name NamespaceName, body TakeSnowflakeIDsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTakeSnowflakeIDsRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewTakeSnowflakeIDsRequestWithBody constructs an http.Request for the TakeSnowflakeIDs method, with any body, and a specified content type
+func NewTakeSnowflakeIDsRequestWithBody(server string, name NamespaceName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces/%s/ids", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListLeasesRequest constructs an http.Request for the ListLeases method
 func NewListLeasesRequest(server string, name NamespaceName) (*http.Request, error) {
 	var err error
@@ -10180,6 +11002,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/namespaces/{name} (the `CreateNamespace` operationId).
 	CreateNamespaceWithResponse(ctx context.Context, name NamespaceName, body CreateNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateNamespaceResponse, error)
+
+	// TakeSnowflakeIDsWithBodyWithResponse Take Snowflake IDs made by the answering node
+	//
+	// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+	TakeSnowflakeIDsWithBodyWithResponse(ctx context.Context, name NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TakeSnowflakeIDsResponse, error)
+
+	// TakeSnowflakeIDsWithResponse Take Snowflake IDs made by the answering node
+	//
+	// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+	TakeSnowflakeIDsWithResponse(ctx context.Context, name NamespaceName, body TakeSnowflakeIDsJSONRequestBody, reqEditors ...RequestEditorFn) (*TakeSnowflakeIDsResponse, error)
 
 	// ListLeasesWithResponse List a namespace's leases
 	//
@@ -12706,6 +13546,187 @@ func (r CreateNamespaceResponse) ContentType() string {
 	return ""
 }
 
+// TakeSnowflakeIDsResponse200Headers the declared response headers of an HTTP 200 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse200Headers struct {
+	XRequestId string
+}
+
+// TakeSnowflakeIDsResponse400Headers the declared response headers of an HTTP 400 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse400Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// TakeSnowflakeIDsResponse401Headers the declared response headers of an HTTP 401 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// TakeSnowflakeIDsResponse403Headers the declared response headers of an HTTP 403 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse403Headers struct {
+	XRequestId string
+}
+
+// TakeSnowflakeIDsResponse404Headers the declared response headers of an HTTP 404 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse404Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// TakeSnowflakeIDsResponse409Headers the declared response headers of an HTTP 409 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse409Headers struct {
+	XRequestId string
+}
+
+// TakeSnowflakeIDsResponse413Headers the declared response headers of an HTTP 413 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse413Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// TakeSnowflakeIDsResponse429Headers the declared response headers of an HTTP 429 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse429Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// TakeSnowflakeIDsResponse500Headers the declared response headers of an HTTP 500 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse500Headers struct {
+	XRequestId     string
+	XTicketdLeader *string
+}
+
+// TakeSnowflakeIDsResponse503Headers the declared response headers of an HTTP 503 response for TakeSnowflakeIDs
+type TakeSnowflakeIDsResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type TakeSnowflakeIDsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SnowflakeIDs
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NamespaceNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *TimestampExhausted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *SnowflakeUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TakeSnowflakeIDsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TakeSnowflakeIDsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TakeSnowflakeIDsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TakeSnowflakeIDsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TakeSnowflakeIDsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TakeSnowflakeIDsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *TakeSnowflakeIDsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TakeSnowflakeIDsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TakeSnowflakeIDsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TakeSnowflakeIDsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TakeSnowflakeIDsResponse) GetJSON200() *SnowflakeIDs {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON404() *NamespaceNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON409() *TimestampExhausted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TakeSnowflakeIDsResponse) GetApplicationproblemJSON503() *SnowflakeUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeSnowflakeIDsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeSnowflakeIDsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeSnowflakeIDsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeSnowflakeIDsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListLeasesResponse200Headers the declared response headers of an HTTP 200 response for ListLeases
 type ListLeasesResponse200Headers struct {
 	XRequestId     string
@@ -14923,6 +15944,36 @@ func (c *ClientWithResponses) CreateNamespaceWithResponse(ctx context.Context, n
 		return nil, err
 	}
 	return ParseCreateNamespaceResponse(rsp)
+}
+
+// TakeSnowflakeIDsWithBodyWithResponse Take Snowflake IDs made by the answering node
+//
+// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+func (c *ClientWithResponses) TakeSnowflakeIDsWithBodyWithResponse(ctx context.Context, name NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TakeSnowflakeIDsResponse, error) {
+	rsp, err := c.TakeSnowflakeIDsWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeSnowflakeIDsResponse(rsp)
+}
+
+// TakeSnowflakeIDsWithResponse Take Snowflake IDs made by the answering node
+//
+// Answers `count` Snowflake IDs of the namespace (1 to 10,000; an empty body asks for one), made in memory by the answering node's own generator under a worker-id lease of its own in the namespace: any node answers, leader or follower, and nothing is forwarded. The IDs of one answer strictly increase, and so do those of one node's tenure of a worker id. `ids` are JSON numbers up to 2^63-1: JavaScript callers read `ids_text`, the same IDs as decimal strings. A node's first request of a namespace waits (up to 3 s) for its first lease. Nothing is served half: a problem answer hands out no ID. Each 503 concerns the answering node alone: another node may answer at once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces/{name}/ids (the `TakeSnowflakeIDs` operationId).
+func (c *ClientWithResponses) TakeSnowflakeIDsWithResponse(ctx context.Context, name NamespaceName, body TakeSnowflakeIDsJSONRequestBody, reqEditors ...RequestEditorFn) (*TakeSnowflakeIDsResponse, error) {
+	rsp, err := c.TakeSnowflakeIDs(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeSnowflakeIDsResponse(rsp)
 }
 
 // ListLeasesWithResponse List a namespace's leases
@@ -18245,6 +19296,247 @@ func ParseCreateNamespaceResponse(rsp *http.Response) (*CreateNamespaceResponse,
 				return nil, err
 			}
 			headers.XTicketdLeader = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTakeSnowflakeIDsResponse parses an HTTP response from a TakeSnowflakeIDsWithResponse call
+func ParseTakeSnowflakeIDsResponse(rsp *http.Response) (*TakeSnowflakeIDsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeSnowflakeIDsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SnowflakeIDs
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NamespaceNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest TimestampExhausted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SnowflakeUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TakeSnowflakeIDsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TakeSnowflakeIDsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TakeSnowflakeIDsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TakeSnowflakeIDsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TakeSnowflakeIDsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers TakeSnowflakeIDsResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers TakeSnowflakeIDsResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers TakeSnowflakeIDsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TakeSnowflakeIDsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("X-Ticketd-Leader"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Ticketd-Leader", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XTicketdLeader = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers TakeSnowflakeIDsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
 		}
 		response.Headers503 = &headers
 	}

@@ -592,6 +592,19 @@
             (sto.failing_for_ms ? " for " + fmtDuration(Number(sto.failing_for_ms)) : "") + (sto.error ? ": " + sto.error : "") + ".",
         });
       }
+      // A node that cannot make the IDs of a Snowflake namespace it serves:
+      // its callers must go to another node.
+      for (const sf of snowflakeOf(n.status)) {
+        if (!sf.serving) {
+          banners.push({
+            kind: "warn",
+            id: "snowflake",
+            node: n.id,
+            text: n.id + " cannot make Snowflake IDs of " + String(sf.namespace) + (sf.reason ? ": " + String(sf.reason) : "") +
+              ". Other nodes answer its callers.",
+          });
+        }
+      }
     }
     const level = levelView(reachable);
     if (level && level.upgrading) {
@@ -599,6 +612,32 @@
     }
     const others = nodes.filter((n) => n.id !== self && n.http_addr).map((n) => ({ text: n.id, href: memberURL(n.http_addr) })).filter((l) => l.href);
     return { self, nodes, leader, reachable, voters, votersUp, banners, others, level, changes: mergeChanges(reachable) };
+  }
+
+  // snowflakeOf is a member's own worker-id lease in each Snowflake
+  // namespace it serves, as it answers them (none from an older binary).
+  function snowflakeOf(st) {
+    return Array.isArray(st && st.snowflake) ? st.snowflake : [];
+  }
+
+  // snowflakeCell shows a member's Snowflake leases, one line a namespace:
+  // its worker id and the time its lease lasts without a renewal, or why it
+  // does not serve, marked as other unhealthy states are.
+  function snowflakeCell(st) {
+    const leases = snowflakeOf(st);
+    if (leases.length === 0) {
+      return el("td", { class: "snowflake muted" }, "—");
+    }
+    return el("td", { class: "snowflake" }, ...leases.map((sf) => {
+      const attrs = { "data-namespace": String(sf.namespace), "data-serving": sf.serving ? "true" : "false" };
+      const worker = Number(sf.worker_id) >= 0 ? "worker " + fmtInt(sf.worker_id) : "no worker id";
+      if (!sf.serving) {
+        attrs.class = "warn-text";
+        return el("div", attrs, String(sf.namespace) + ": not serving" + (sf.reason ? " (" + String(sf.reason) + ")" : ""));
+      }
+      return el("div", attrs, String(sf.namespace) + ": " + worker,
+        el("span", { class: "muted" }, " · " + fmtDuration(Number(sf.lease_remaining_ms)) + " left · " + fmtInt(sf.issued) + " made"));
+    }));
   }
 
   // memberLevel is the feature level a member's binary knows, as it answers
@@ -757,7 +796,7 @@
     if (!st) {
       return el("tr", attrs, nameCell, el("td", { class: "muted" }, "—"), el("td", { class: "num muted" }, "—"),
         el("td", null, el("span", { class: "badge badge-unreachable" }, "unreachable")),
-        el("td", { colspan: 8, class: "error-text" }, unreachableWhy(n)),
+        el("td", { colspan: 9, class: "error-text" }, unreachableWhy(n)),
         addrCell);
     }
     let contact = "—";
@@ -793,6 +832,7 @@
       el("td", { class: "num" + (lc > 2000 ? " warn-text" : "") }, contact),
       el("td", null, st.ready ? el("span", { class: "ok-text" }, "ready") : el("span", { class: "warn-text" }, st.not_ready ? "not ready: " + st.not_ready : "not ready")),
       el("td", null, storage),
+      snowflakeCell(st),
       el("td", { class: "num" }, n.id === v.self ? "—" : fmtInt(n.round_trip_ms) + " ms"),
       addrCell);
   }
