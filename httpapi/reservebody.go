@@ -36,6 +36,12 @@ const maxPooledBody = 4 << 10
 // the fast path when the body is plainly {"count":N} and through
 // decodeBody's strict decoding otherwise. The count is not validated.
 func reserveCount(c echo.Context) (int64, error) {
+	return countOfPooledBody(c, reserveCountOf)
+}
+
+// countOfPooledBody reads the request body into a pooled buffer and returns
+// what countOf makes of it; the buffer goes back to the pool after.
+func countOfPooledBody(c echo.Context, countOf func([]byte) (int64, error)) (int64, error) {
 	bp := bodyBufPool.Get().(*[]byte)
 	data, err := readBody(c, (*bp)[:0])
 	defer func() {
@@ -47,7 +53,7 @@ func reserveCount(c echo.Context) (int64, error) {
 	if err != nil {
 		return 0, bodyReadError(err)
 	}
-	return reserveCountOf(data)
+	return countOf(data)
 }
 
 // reserveCountOf is reserveCount of a body already read.

@@ -44,17 +44,10 @@ func (s *Service) snowflakeIDs(c echo.Context) error {
 // snowflakeCount reads the body's count: 1 for an empty body, the fast
 // path for a plain {"count":N}, strict decoding otherwise.
 func snowflakeCount(c echo.Context) (int64, error) {
-	bp := bodyBufPool.Get().(*[]byte)
-	data, err := readBody(c, (*bp)[:0])
-	defer func() {
-		if cap(data) <= maxPooledBody {
-			*bp = data[:0]
-			bodyBufPool.Put(bp)
-		}
-	}()
-	if err != nil {
-		return 0, bodyReadError(err)
-	}
+	return countOfPooledBody(c, snowflakeCountOf)
+}
+
+func snowflakeCountOf(data []byte) (int64, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return 1, nil
 	}
