@@ -2,8 +2,8 @@ package client
 
 // Fuzz targets that need the package's internals: one attempt's decoding of
 // an answer, whatever its status (FuzzClientAnswer, outside, sees the
-// retried statuses only through the retry loop), and a Snowflake's handling
-// of a renewal's answer.
+// retried statuses only through the retry loop), a Snowflake's handling
+// of a renewal's answer, and a SnowflakeRemote's check of nodes' answers.
 
 import (
 	"context"
@@ -116,6 +116,7 @@ func FuzzAttemptAnswer(f *testing.F) {
 		func() any { return &api.Lease{} },
 		func() any { return &api.SequenceList{} },
 		func() any { return &api.SnowflakeInspection{} },
+		func() any { return &api.SnowflakeIDs{} },
 	}
 
 	f.Fuzz(func(t *testing.T, status uint16, ctype, retryAfter string, body []byte, outSel uint8) {
@@ -262,3 +263,63 @@ func FuzzRenewAnswer(f *testing.F) {
 }
 
 func retryableStatus(st int) bool { return (&APIError{StatusCode: st}).retryable() }
+
+// FuzzRemoteAnswers feeds two answers of nodes, decoded as a fetch decodes
+// them, to a SnowflakeRemote's check (accept). Whatever they hold, an
+// accepted answer is exactly the count asked, of this namespace, positive
+// (or zero) and strictly increasing, and becomes the batch as it came; and
+// of two accepted answers under one worker id, the second starts above the
+// first's last ID: nothing the remote hands out can repeat one it took.
+func FuzzRemoteAnswers(f *testing.F) {
+	f.Add([]byte(`{"namespace":"ns","node":"n1","worker_id":3,"ids":[10,11,12],"ids_text":["10","11","12"]}`),
+		[]byte(`{"namespace":"ns","node":"n1","worker_id":3,"ids":[13,14,15]}`), uint8(3))
+	f.Add([]byte(`{"namespace":"ns","worker_id":3,"ids":[10,11,12]}`), []byte(`{"namespace":"ns","worker_id":3,"ids":[12,13,14]}`), uint8(3))
+	f.Add([]byte(`{"namespace":"ns","worker_id":3,"ids":[10,11,12]}`), []byte(`{"namespace":"ns","worker_id":4,"ids":[1,2,3]}`), uint8(3))
+	f.Add([]byte(`{"namespace":"other","worker_id":1,"ids":[1]}`), []byte(`{"namespace":"ns","worker_id":-1,"ids":[5]}`), uint8(1))
+	f.Add([]byte(`{"namespace":"ns","worker_id":1,"ids":[3,2]}`), []byte(`{"namespace":"ns","worker_id":1,"ids":[-1,0]}`), uint8(2))
+	f.Add([]byte(`{"namespace":"ns","worker_id":1,"ids":[9223372036854775807]}`), []byte(`{"ids":null}`), uint8(1))
+	f.Add([]byte(`{"namespace":"ns","worker_id":1,"ids":[1.5]}`), []byte(`[]`), uint8(1))
+	c, err := New([]string{"http://127.0.0.1:1"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = c.Close() })
+	f.Fuzz(func(t *testing.T, a, b []byte, n uint8) {
+		count := int64(n%16) + 1
+		r, err := c.SnowflakeRemote("ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var accepted []*api.SnowflakeIDs
+		for _, body := range [][]byte{a, b} {
+			var out api.SnowflakeIDs
+			if json.Unmarshal(body, &out) != nil {
+				continue
+			}
+			kept := out
+			kept.IDs = append([]int64(nil), out.IDs...)
+			batch, err := r.accept(0, &out, count)
+			if err != nil {
+				if batch != nil {
+					t.Fatalf("a refused answer made a batch: %v", err)
+				}
+				continue
+			}
+			if kept.Namespace != "ns" || int64(len(batch.ids)) != count || batch.block.n != count {
+				t.Fatalf("accepted %s for %d IDs of ns: batch of %d (n %d)", body, count, len(batch.ids), batch.block.n)
+			}
+			for i, id := range batch.ids {
+				if id != kept.IDs[i] || id < 0 || (i > 0 && id <= batch.ids[i-1]) {
+					t.Fatalf("accepted %s: batch %v", body, batch.ids)
+				}
+			}
+			accepted = append(accepted, &kept)
+		}
+		if len(accepted) == 2 && accepted[0].WorkerID == accepted[1].WorkerID && accepted[0].WorkerID >= 0 &&
+			accepted[1].IDs[0] <= accepted[0].IDs[len(accepted[0].IDs)-1] {
+			t.Fatalf("two answers of worker %d accepted, the second not above the first: %v then %v",
+				accepted[0].WorkerID, accepted[0].IDs, accepted[1].IDs)
+		}
+	})
+}
