@@ -155,14 +155,8 @@ func (s *Service) Take(ctx context.Context, ns string, n int) (domain.SnowflakeI
 	case <-ctx.Done():
 		return domain.SnowflakeIDs{}, domain.Kindf(domain.ErrUnavailable, "waiting for this node's first worker-id lease in %q: %v", ns, context.Cause(ctx))
 	}
-	var ids []int64
-	if n == 1 {
-		id, err := gen.g.Next(ctx)
-		if err != nil {
-			return domain.SnowflakeIDs{}, s.kindOf(ns, err)
-		}
-		ids = []int64{id}
-	} else if ids, err = gen.g.NextN(ctx, n); err != nil {
+	ids, err := gen.g.NextN(ctx, n)
+	if err != nil {
 		return domain.SnowflakeIDs{}, s.kindOf(ns, err)
 	}
 	out := domain.SnowflakeIDs{Namespace: ns, Node: s.cfg.Node, IDs: ids, WorkerID: -1}
