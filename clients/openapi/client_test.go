@@ -1,4 +1,4 @@
-package openapiclient_test
+package openapi_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/httpapi/openapiclient"
+	"github.com/ticketd/ticketd/clients/openapi"
 	"github.com/ticketd/ticketd/internal/testcluster"
 	"github.com/ticketd/ticketd/server"
 )
@@ -19,11 +19,11 @@ const (
 
 // newClient is the generated client of node n's API, sending token as a
 // bearer token (the generated client's own hook for headers).
-func newClient(t *testing.T, tc *testcluster.Cluster, n *testcluster.Node, token string) *openapiclient.ClientWithResponses {
+func newClient(t *testing.T, tc *testcluster.Cluster, n *testcluster.Node, token string) *openapi.ClientWithResponses {
 	t.Helper()
-	c, err := openapiclient.NewClientWithResponses(tc.URL(n),
-		openapiclient.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}),
-		openapiclient.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+	c, err := openapi.NewClientWithResponses(tc.URL(n),
+		openapi.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}),
+		openapi.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			r.Header.Set("Authorization", "Bearer "+token)
 			return nil
 		}))
@@ -56,7 +56,7 @@ func TestGeneratedClient_CreateReserveAndNotFound_OnARealCluster(t *testing.T) {
 	ctx := context.Background()
 
 	start := int64(1000)
-	created, err := newClient(t, tc, follower, adminToken).CreateSequenceWithResponse(ctx, "orders", openapiclient.CreateSequenceJSONRequestBody{Start: &start})
+	created, err := newClient(t, tc, follower, adminToken).CreateSequenceWithResponse(ctx, "orders", openapi.CreateSequenceJSONRequestBody{Start: &start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +67,9 @@ func TestGeneratedClient_CreateReserveAndNotFound_OnARealCluster(t *testing.T) {
 		t.Fatalf("created %+v", s)
 	}
 
-	reserve := func(n *testcluster.Node, count int64) (openapiclient.Range, *openapiclient.ReserveRangeResponse200Headers) {
+	reserve := func(n *testcluster.Node, count int64) (openapi.Range, *openapi.ReserveRangeResponse200Headers) {
 		t.Helper()
-		r, err := newClient(t, tc, n, reserveToken).ReserveRangeWithResponse(ctx, "orders", openapiclient.ReserveRangeJSONRequestBody{Count: count})
+		r, err := newClient(t, tc, n, reserveToken).ReserveRangeWithResponse(ctx, "orders", openapi.ReserveRangeJSONRequestBody{Count: count})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestGeneratedClient_CreateReserveAndNotFound_OnARealCluster(t *testing.T) {
 	}
 
 	for _, n := range []*testcluster.Node{follower, leader} {
-		nf, err := newClient(t, tc, n, reserveToken).ReserveRangeWithResponse(ctx, "nope", openapiclient.ReserveRangeJSONRequestBody{Count: 1})
+		nf, err := newClient(t, tc, n, reserveToken).ReserveRangeWithResponse(ctx, "nope", openapi.ReserveRangeJSONRequestBody{Count: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestGeneratedClient_CreateReserveAndNotFound_OnARealCluster(t *testing.T) {
 		if nf.StatusCode() != http.StatusNotFound || p == nil {
 			t.Fatalf("reserve from an unknown sequence through %s: %d %s", n.ID, nf.StatusCode(), nf.Body)
 		}
-		if p.Type != openapiclient.SequenceNotFoundTypeUrnTicketdProblemSequenceNotFound || p.Status != openapiclient.SequenceNotFoundStatusN404 || p.Detail == nil || !strings.Contains(*p.Detail, "nope") {
+		if p.Type != openapi.SequenceNotFoundTypeUrnTicketdProblemSequenceNotFound || p.Status != openapi.SequenceNotFoundStatusN404 || p.Detail == nil || !strings.Contains(*p.Detail, "nope") {
 			t.Errorf("404 problem through %s: %+v", n.ID, p)
 		}
 	}

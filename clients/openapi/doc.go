@@ -1,4 +1,4 @@
-// Package openapiclient is a client of ticketd's HTTP API generated from the
+// Package openapi is a client of ticketd's HTTP API generated from the
 // API's OpenAPI description, httpapi/openapi.json, by oapi-codegen v2.8.2
 // (client.gen.go; configuration in oapi-codegen.yaml). It exists to prove
 // the description: a client made from it alone, with no hand-written code,
@@ -21,6 +21,6 @@
 // The generator runs with "go run ...@v2.8.2", so that neither it nor its
 // dependencies enter go.mod; the generated code needs only
 // github.com/oapi-codegen/runtime.
-package openapiclient
+package openapi
 
-//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2 -config oapi-codegen.yaml ../openapi.json
+//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2 -config oapi-codegen.yaml ../../httpapi/openapi.json
