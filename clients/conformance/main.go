@@ -503,7 +503,7 @@ func (h *harness) report(r Run, early string) int {
 		ids = append(ids, l)
 	}
 	sort.Strings(ids)
-	fmt.Printf("%-5s %-22s %8s %14s %10s  %s\n", "lane", "ops", "answers", "IDs", "max wait", "errors")
+	fmt.Printf("%-5s %-34s %8s %14s %10s  %s\n", "lane", "ops", "answers", "IDs", "max wait", "errors")
 	for _, l := range ids {
 		s := stats[l]
 		var what, errs []string
@@ -515,7 +515,7 @@ func (h *harness) report(r Run, early string) int {
 			errs = append(errs, fmt.Sprintf("%s %d", k, v))
 		}
 		sort.Strings(errs)
-		fmt.Printf("%-5s %-22s %8d %14d %10v  %s\n", l, strings.Join(what, ","), s.ops, s.ids, s.maxLat.Round(time.Millisecond), strings.Join(errs, ", "))
+		fmt.Printf("%-5s %-34s %8d %14d %10v  %s\n", l, strings.Join(what, ","), s.ops, s.ids, s.maxLat.Round(time.Millisecond), strings.Join(errs, ", "))
 	}
 	fmt.Println("timeline:")
 	h.mu.Lock()
