@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -193,7 +194,26 @@ func (h *harness) runLane(lane string, gen func(int) cmd, stop <-chan struct{}) 
 	}
 }
 
-func (h *harness) sleep(d time.Duration) { time.Sleep(d) }
+// errDriverGone: the driver closed its stdout mid-run. The faults stop
+// there; the run goes on to its checks, where the missing answers fail it.
+var errDriverGone = errors.New("the driver is gone")
+
+// sleep waits d, or less if the driver is gone.
+func (h *harness) sleep(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-h.d.gone:
+	}
+}
+
+func (h *harness) driverGone() bool {
+	select {
+	case <-h.d.gone:
+		return true
+	default:
+		return false
+	}
+}
 
 // nemesis runs the faults in order, each followed by a pause for the
 // cluster and the library to recover. It returns when every node is back
@@ -209,6 +229,9 @@ func (h *harness) nemesis() error {
 		return nil
 	}
 	ready := func() error {
+		if h.driverGone() {
+			return errDriverGone
+		}
 		if err := c.waitReady(30 * time.Second); err != nil {
 			return err
 		}
@@ -435,12 +458,17 @@ func run(cfg config) int {
 	}
 	h.note("load: 9 lanes")
 	h.sleep(3 * time.Second)
-	if err := h.nemesis(); err != nil {
+	var recovered time.Time // stays zero if the run never got there
+	if err := h.nemesis(); errors.Is(err, errDriverGone) {
+		h.note("the driver closed its stdout: faults stopped")
+	} else if err != nil {
 		close(stop)
 		wg.Wait()
 		return h.setupFailure(fmt.Errorf("nemesis: %w", err))
 	}
-	recovered := time.Now()
+	if !h.driverGone() {
+		recovered = time.Now()
+	}
 	h.note("faults over, every node back: recovery phase (%v)", h.bound+4*time.Second)
 	h.sleep(h.bound + 4*time.Second)
 	close(stop)
@@ -503,7 +531,7 @@ func (h *harness) report(r Run, early string) int {
 		ids = append(ids, l)
 	}
 	sort.Strings(ids)
-	fmt.Printf("%-5s %-34s %8s %14s %10s  %s\n", "lane", "ops", "answers", "IDs", "max wait", "errors")
+	fmt.Printf("%-5s %-34s %8s %14s %10s  %s\n", "lane", "ops", "commands", "IDs", "max wait", "errors")
 	for _, l := range ids {
 		s := stats[l]
 		var what, errs []string
