@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -29,7 +30,7 @@ func main() {
 	// The baseline of goroutines before the SDK starts any: close compares
 	// against it (plus the lanes' own goroutines) to count what the SDK left.
 	baseline := runtime.NumGoroutine()
-	d, err := newDriver(baseline)
+	d, err := newDriver(baseline, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "godriver:", err)
 		os.Exit(2)
@@ -84,7 +85,7 @@ type driver struct {
 	wg     sync.WaitGroup
 }
 
-func newDriver(baseline int) (*driver, error) {
+func newDriver(baseline int, out io.Writer) (*driver, error) {
 	attempt, err := envMs("TICKETD_CONFORMANCE_ATTEMPT_TIMEOUT_MS", 5*time.Second)
 	if err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func newDriver(baseline int) (*driver, error) {
 	return &driver{
 		baseline: baseline,
 		c:        c,
-		out:      bufio.NewWriter(os.Stdout),
+		out:      bufio.NewWriter(out),
 		seqs:     map[string]*client.Sequence{},
 		flakes:   map[string]*client.SnowflakeRemote{},
 		lanes:    map[string]chan []string{},
@@ -133,7 +134,7 @@ func (d *driver) say(line string) {
 
 // run reads commands until stdin closes, hands each to its lane's goroutine
 // (made at the lane's first command), then waits for the lanes to finish.
-func (d *driver) run(in *os.File) {
+func (d *driver) run(in io.Reader) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
