@@ -1,0 +1,124 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// ev makes a parsed event of a command sent at ms and answered took ms later.
+func ev(lane, line, answer string, sent, took int) Event {
+	f := strings.Split(line, " ")
+	e := Event{Lane: lane, Line: lane + " " + line, Op: f[0], Sent: at(sent), Recv: at(sent + took), Answer: lane + " " + answer, N: 1}
+	switch e.Op {
+	case "next", "snext":
+		e.Handle = f[1]
+	case "nextn", "snextn":
+		e.Handle = f[1]
+		e.N = atoi(f[2])
+	case "reserve":
+		e.Target = "seq:" + f[1]
+		e.N = atoi(f[2])
+	}
+	if e.Handle != "" {
+		if strings.HasPrefix(e.Op, "s") {
+			e.Target = "ns:conf"
+		} else {
+			e.Target = "seq:conf"
+		}
+	}
+	e.Parse()
+	return e
+}
+
+func atoi(s string) int64 {
+	var n int64
+	for _, c := range s {
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+// good is a valid run: two handles of one sequence, a reservation, a
+// Snowflake handle, faults, recovery, close.
+func good() Run {
+	return Run{
+		Bound: 6 * time.Second,
+		Events: []Event{
+			ev("1", "next h1", "ok 1", 0, 5),
+			ev("2", "next h1", "ok 2", 1, 5),
+			ev("1", "next h1", "ok 3", 10, 1),
+			ev("3", "nextn h1 5", "ok 4-6 1001-1002", 12, 3),
+			ev("4", "next h2", "ok 2001", 2, 2),
+			ev("5", "reserve conf 10", "ok 3001-3010", 3, 4),
+			ev("6", "snextn s1 3", "ok 10 20 30", 0, 2),
+			ev("6", "snext s1", "ok 5", 5, 2), // snowflake: unique, not ordered across answers
+			ev("1", "next h1", "err unavailable no leader", 100, 4000),
+			ev("1", "next h1", "ok 1003", 10_000, 1),
+			ev("4", "next h2", "ok 2002", 10_000, 1),
+			ev("6", "snext s1", "ok 40", 10_000, 1),
+		},
+		Recovered:   at(3_000),
+		RecoveryEnd: at(11_000),
+		Handles:     []string{"h1", "h2", "s1"},
+		Close:       "threads=0",
+		Exit:        "exit 0",
+	}
+}
+
+func TestCheck_ValidRun_NoFailure(t *testing.T) {
+	if f := Check(good()); len(f) != 0 {
+		t.Fatalf("want no failure, got %v", f)
+	}
+}
+
+// Each case breaks one promise of a valid run; the named check must report it.
+func TestCheck_EachViolation_Caught(t *testing.T) {
+	cases := []struct {
+		name, check string
+		breakIt     func(r *Run)
+	}{
+		{"duplicate across handles", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("4", "next h2", "ok 2", 0, 1)) }},
+		{"reserve overlaps a handle's range", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("5", "reserve conf 3", "ok 1000-1002", 20, 1)) }},
+		{"snowflake ID twice", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("7", "snext s1", "ok 20", 20, 1)) }},
+		{"order within a handle", "order", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "ok 7", 20_000, 1)) }},
+		{"order within an answer", "order", func(r *Run) { r.Events = append(r.Events, ev("6", "snextn s1 2", "ok 90 80", 20, 1)) }},
+		{"bound", "bound", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "err unavailable slow", 200, 6001)) }},
+		{"untyped", "untyped error", func(r *Run) {
+			r.Events = append(r.Events, ev("2", "next h1", "err untyped java.lang.IllegalStateException: boom", 200, 10))
+		}},
+		{"unexpected kind", "unexpected error", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "err not_found x", 200, 10)) }},
+		{"missing answer", "missing answer", func(r *Run) {
+			e := ev("2", "next h1", "ok 9999", 200, 1)
+			e.Recv, e.Answer = time.Time{}, ""
+			r.Events = append(r.Events, e)
+		}},
+		{"malformed: wrong count", "malformed answer", func(r *Run) { r.Events = append(r.Events, ev("3", "nextn h1 5", "ok 5000-5001", 20, 1)) }},
+		{"malformed: stray line", "malformed answer", func(r *Run) { r.Stray = append(r.Stray, "9 ok 1") }},
+		{"no recovery: fails after the cluster is back", "recovery", func(r *Run) {
+			r.Events = append(r.Events, ev("4", "next h2", "err unavailable gave up", 10_500, 4000))
+		}},
+		{"no recovery: never served", "recovery", func(r *Run) { r.Handles = append(r.Handles, "h3") }},
+		{"threads left after close", "close", func(r *Run) { r.Close = "threads=2" }},
+		{"bad exit", "close", func(r *Run) { r.Exit = "still running 10s after stdin was closed" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := good()
+			c.breakIt(&r)
+			fs := Check(r)
+			if len(fs) == 0 {
+				t.Fatalf("no failure reported")
+			}
+			for _, f := range fs {
+				if f.Check != c.check {
+					t.Errorf("unexpected failure %v", f)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The client libraries' conformance suite (issue 33; clients/conformance/README.md).
+#
+#   scripts/conformance.sh                 # go, python and java
+#   scripts/conformance.sh go python       # some of them
+#
+# Builds ticketd and the harness once, builds each language's driver, runs
+# the harness against it (it must be VALID), then each of the language's
+# planted bugs with --expect-fail (each must be caught). Runs serially: each
+# run is a 3-node cluster of processes for about 40 s. A language named
+# whose driver is missing is a FAILURE, not a skip: CI has every driver.
+# On a shared machine run it under flock /tmp/ticketd-heavy.lock.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+langs=("$@")
+if (( ${#langs[@]} == 0 )); then
+  langs=(go python java)
+fi
+
+# Each language: its driver (after its build) and its planted bugs.
+declare -A plants=(
+  [go]=""
+  [python]="prefetch-stops-after-error"
+  [java]="range-twice-after-retry"
+)
+for l in "${langs[@]}"; do
+  [[ -v plants[$l] ]] || { echo "conformance: unknown language '$l' (go, python, java)" >&2; exit 2; }
+done
+
+# Fail before the long builds if a driver named is missing.
+missing=0
+for l in "${langs[@]}"; do
+  case $l in
+    python) [[ -x clients/python/conformance/driver ]] || { echo "conformance: FAIL: python: no executable clients/python/conformance/driver" >&2; missing=1; } ;;
+    java) [[ -x clients/java/build.sh ]] || { echo "conformance: FAIL: java: no executable clients/java/build.sh (it builds the Java driver)" >&2; missing=1; } ;;
+  esac
+done
+(( missing == 0 )) || exit 1
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "conformance: building ticketd and the harness"
+go build -o "$tmp/ticketd" ./cmd/ticketd
+go build -o "$tmp/conformance" ./clients/conformance
+
+driver_of() {
+  case $1 in
+    go)
+      go build -o "$tmp/godriver" ./clients/conformance/godriver
+      echo "$tmp/godriver" ;;
+    python)
+      if [[ ! -x /usr/bin/python3 ]]; then
+        if [[ $(id -u) == 0 ]]; then
+          apt-get install -y python3 >&2 || { apt-get update >&2 && apt-get install -y python3 >&2; }
+        else
+          echo "conformance: /usr/bin/python3 is missing (apt-get install python3, as root)" >&2
+          return 1
+        fi
+      fi
+      echo "$root/clients/python/conformance/driver" ;;
+    java)
+      # build.sh installs its own Debian packages, builds the library and
+      # the driver; the wrapper then runs java with that classpath.
+      clients/java/build.sh driver-classpath >&2
+      [[ -x clients/java/conformance/driver ]] || { echo "conformance: no executable clients/java/conformance/driver after build.sh" >&2; return 1; }
+      echo "$root/clients/java/conformance/driver" ;;
+  esac
+}
+
+results=()
+failed=0
+run() { # run LABEL ARGS...: one harness run, bounded; records PASS/FAIL
+  local label=$1; shift
+  local start=$SECONDS rc=0
+  echo "=== conformance: $label"
+  timeout 180 "$tmp/conformance" --ticketd "$tmp/ticketd" "$@" || rc=$?
+  if (( rc == 0 )); then
+    results+=("PASS  $label  ($((SECONDS - start)) s)")
+  else
+    results+=("FAIL  $label  (exit $rc, $((SECONDS - start)) s)")
+    failed=1
+  fi
+}
+
+for l in "${langs[@]}"; do
+  if ! d=$(driver_of "$l"); then
+    results+=("FAIL  $l: driver build")
+    failed=1
+    continue
+  fi
+  run "$l" --name "$l" --driver "$d"
+  for p in ${plants[$l]}; do
+    run "$l plant $p caught" --name "$l" --driver "$d" --plant "$p" --expect-fail
+  done
+done
+
+echo "=== conformance summary"
+printf '%s\n' "${results[@]}"
+exit $failed
