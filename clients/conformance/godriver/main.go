@@ -99,17 +99,9 @@ func newDriver(baseline int, out io.Writer) (*driver, error) {
 		// keeps a misspelt CI run from passing silently.
 		return nil, fmt.Errorf("unknown plant %q (the Go driver has none)", p)
 	}
-	var endpoints []string
-	for _, e := range strings.Split(os.Getenv("TICKETD_ADDR"), ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			endpoints = append(endpoints, e)
-		}
-	}
-	opts := []client.Option{client.WithTimeout(attempt), client.WithCallTimeout(call)}
-	if tok := os.Getenv("TICKETD_TOKEN"); tok != "" {
-		opts = append(opts, client.WithBearerToken(tok))
-	}
-	c, err := client.New(endpoints, opts...)
+	// The SDK reads TICKETD_ADDR and TICKETD_TOKEN itself, as the CLI and
+	// the other languages' clients do.
+	c, err := client.NewFromEnv(client.WithTimeout(attempt), client.WithCallTimeout(call))
 	if err != nil {
 		return nil, err
 	}
