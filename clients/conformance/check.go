@@ -92,7 +92,7 @@ func (e *Event) Parse() {
 			return
 		}
 		var id int64
-		if id, err = strconv.ParseInt(vals[0], 10, 64); err != nil || id < 0 {
+		if id, err = strconv.ParseInt(vals[0], 10, 64); err != nil || id <= 0 { // IDs are positive (invariant 5)
 			e.Bad = "not an ID: " + vals[0]
 			return
 		}
@@ -103,7 +103,7 @@ func (e *Event) Parse() {
 			a, b, ok := strings.Cut(v, "-")
 			first, err1 := strconv.ParseInt(a, 10, 64)
 			last, err2 := strconv.ParseInt(b, 10, 64)
-			if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+			if !ok || err1 != nil || err2 != nil || first <= 0 || last < first {
 				e.Bad = "not a range: " + v
 				return
 			}
@@ -120,7 +120,7 @@ func (e *Event) Parse() {
 	case "snextn":
 		for _, v := range vals {
 			id, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || id < 0 {
+			if err != nil || id <= 0 {
 				e.Bad = "not an ID: " + v
 				return
 			}

@@ -98,6 +98,8 @@ func TestCheck_EachViolation_Caught(t *testing.T) {
 			r.Events = append(r.Events, e)
 		}},
 		{"malformed: wrong count", "malformed answer", func(r *Run) { r.Events = append(r.Events, ev("3", "nextn h1 5", "ok 5000-5001", 20, 1)) }},
+		{"malformed: ID zero", "malformed answer", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "ok 0", 20, 1)) }},
+		{"malformed: range from zero", "malformed answer", func(r *Run) { r.Events = append(r.Events, ev("5", "reserve conf 2", "ok 0-1", 20, 1)) }},
 		{"malformed: stray line", "malformed answer", func(r *Run) { r.Stray = append(r.Stray, "9 ok 1") }},
 		{"no recovery: fails after the cluster is back", "recovery", func(r *Run) {
 			r.Events = append(r.Events, ev("4", "next h2", "err unavailable gave up", 10_500, 4000))
