@@ -97,7 +97,11 @@ class Node:
 
             do_GET = do_POST = do_PUT = do_DELETE = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that hung up (close() shuts sockets down) is routine here
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         scheme = "http"
         if tls is not None:
@@ -105,7 +109,7 @@ class Node:
             scheme = "https"
         self.netloc = f"127.0.0.1:{self.server.server_address[1]}"
         self.url = f"{scheme}://{self.netloc}"
-        self.thread = threading.Thread(target=self.server.serve_forever, name="standin", daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), name="standin", daemon=True)
         self.thread.start()
 
     def serve(self, method: str, path: str, body: Any) -> Scripted:
