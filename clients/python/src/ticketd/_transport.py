@@ -81,6 +81,9 @@ class Pool:
 
     def _take(self, ep: Endpoint, timeout: float) -> Tuple[_Conn, bool]:
         with self._lock:
+            if self._closed:
+                # A thread that raced close() must not dial and block it for an attempt timeout.
+                raise ConnectionAbortedError("ticketd: the client is closed")
             idle = self._idle.get(ep.base)
             conn = idle.pop() if idle else None
             reused = conn is not None
