@@ -32,6 +32,8 @@ def test_next_and_next_n_prefetch(cluster: Cluster) -> None:
         got = [a] + ids + more
         assert len(got) == len(set(got)) == 26
         assert more == sorted(more)
+        st = sf.stats()
+        assert st.fetches >= 3 and st.refused == 0 and st.waits == 2
 
 
 def test_not_found_is_final(cluster: Cluster) -> None:
@@ -113,8 +115,9 @@ def test_many_threads_unique(cluster: Cluster) -> None:
             t.start()
         for t in ts:
             t.join()
+        assert len(out) == 8, "a worker failed"
         ids = [i for m in out for i in m]
-        assert len(ids) == len(set(ids))
+        assert len(ids) == len(set(ids)) == 8 * (2000 + 400 * 2)
 
 
 def test_close_of_the_handle_and_of_the_client(cluster: Cluster) -> None:

@@ -24,7 +24,7 @@ from .errors import (
     Unavailable,
 )
 from .sequence import Sequence, SequenceStats
-from .snowflake import SnowflakeRemote
+from .snowflake import SnowflakeRemote, SnowflakeStats
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,7 @@ __all__ = [
     "Sequence",
     "SequenceStats",
     "SnowflakeRemote",
+    "SnowflakeStats",
     "TicketdError",
     "NotFound",
     "Exhausted",

@@ -17,7 +17,7 @@ import json
 import random
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 from ._block import Block
 from .client import MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
@@ -34,9 +34,20 @@ from .errors import (
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["SnowflakeRemote"]
+__all__ = ["SnowflakeRemote", "SnowflakeStats"]
 
 DEFAULT_BATCH = 256
+
+
+class SnowflakeStats(NamedTuple):
+    """A snapshot of a SnowflakeRemote's buffer and counters."""
+
+    cached: int  # IDs buffered now
+    fetching: bool  # a fetch is in flight
+    fetches: int  # batches received
+    failures: int  # node failures moved past
+    refused: int  # answers refused by the checks
+    waits: int  # calls that waited on the network
 
 
 class _Batch(Block):
@@ -122,6 +133,12 @@ class SnowflakeRemote:
             if got == n:
                 return out
         return self._take_slow(n - len(out), out)
+
+    def stats(self) -> SnowflakeStats:
+        with self._mu:
+            cached = self._cur.remaining() + (self._nxt.n if self._nxt is not None else 0)
+            return SnowflakeStats(cached, self._inflight is not None, self.fetches, self.failures,
+                                  self.refused, self.waits)
 
     def close(self) -> None:
         """Drops the buffer and waits for the fetch in flight. The client's close() does it too."""
