@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from typing import Optional, Tuple
+from typing import Optional, Tuple, cast
 
 
 class Block:
@@ -27,7 +27,8 @@ class Block:
 
     def peek(self) -> int:
         """How many indices were drawn so far (may pass n)."""
-        return self.counter.__reduce__()[1][0]  # type: ignore[index]
+        # count's state, read without drawing: (count, (next value,))
+        return cast(int, self.counter.__reduce__()[1][0])
 
     def taken(self) -> int:
         return min(self.peek(), self.n)

@@ -46,7 +46,7 @@ class Range(NamedTuple):
     def size(self) -> int:
         return self.last - self.first + 1
 
-    def __contains__(self, id_: object) -> bool:  # type: ignore[override]
+    def __contains__(self, id_: object) -> bool:
         return isinstance(id_, int) and self.first <= id_ <= self.last
 
     def ids(self) -> range:

@@ -90,7 +90,7 @@ class SnowflakeRemote:
         self._batch = batch
         self._low = low_water
         n = len(client._endpoints)
-        self._cur: Block = _Batch([])
+        self._cur = _Batch([])
         self._mu = threading.Lock()
         self._nxt: Optional[_Batch] = None
         self._inflight: Optional[_Fetch] = None
@@ -115,7 +115,7 @@ class SnowflakeRemote:
         if i < b.n:
             if i == b.trigger:
                 self._prefetch()
-            return b.ids[i]  # type: ignore[attr-defined]
+            return b.ids[i]
         return self._take_slow(1, [])[0]
 
     def next_n(self, n: int) -> List[int]:
@@ -129,7 +129,7 @@ class SnowflakeRemote:
             i, got, triggered = t
             if triggered:
                 self._prefetch()
-            out = b.ids[i:i + got]  # type: ignore[attr-defined]
+            out = b.ids[i:i + got]
             if got == n:
                 return out
         return self._take_slow(n - len(out), out)
@@ -201,7 +201,7 @@ class SnowflakeRemote:
                 i, got, triggered = t
                 if triggered:
                     self._prefetch_locked()
-                return b.ids[i:i + got]  # type: ignore[attr-defined]
+                return b.ids[i:i + got]
             if self._nxt is None:
                 return None
             nb, self._nxt = self._nxt, None
