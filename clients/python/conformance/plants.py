@@ -44,8 +44,8 @@ def _prefetch_stops_after_error() -> None:
             err = e
         self._finish_refill(a, r, err)
 
-    Sequence._start_refill_locked = start_refill_locked  # type: ignore[method-assign]
-    Sequence._run_refill = run_refill  # type: ignore[method-assign]
+    Sequence._start_refill_locked = start_refill_locked  # type: ignore[assignment]
+    Sequence._run_refill = run_refill  # type: ignore[assignment]
 
 
 PLANTS: Dict[str, Callable[[], None]] = {
