@@ -1,0 +1,62 @@
+"""Planted bugs, for showing that the conformance harness (and the tests)
+catch them. Reachable only from the driver and the tests, by monkeypatching
+the library's private methods: never through the public API.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional
+
+from ticketd import Range, TicketdError, Unavailable
+from ticketd.sequence import Sequence, _Refill
+
+
+class _Stop(Exception):
+    pass
+
+
+def _prefetch_stops_after_error() -> None:
+    """The background prefetch never restarts once a refill has failed: the
+    refill gives up at its first failure, and the Sequence starts no other."""
+    start = Sequence._start_refill_locked
+
+    def start_refill_locked(self: Sequence) -> Optional[_Refill]:
+        if getattr(self, "_planted_dead", False):
+            a = _Refill()
+            a.error = Unavailable("ticketd: the refill stopped after a failure (planted bug)")
+            a.done.set()
+            return a
+        return start(self)
+
+    def run_refill(self: Sequence, a: _Refill, size: int) -> None:
+        def on_failure(err: BaseException) -> None:
+            a.last_error = err
+            raise _Stop()
+
+        r: Optional[Range] = None
+        err: Optional[TicketdError] = None
+        try:
+            r = self._client._reserve(self._name, size, None, on_failure)
+        except _Stop:
+            self._planted_dead = True  # type: ignore[attr-defined]
+            err = Unavailable("ticketd: refill failed (planted bug: never retried)", last=a.last_error)
+        except TicketdError as e:
+            err = e
+        self._finish_refill(a, r, err)
+
+    Sequence._start_refill_locked = start_refill_locked  # type: ignore[assignment]
+    Sequence._run_refill = run_refill  # type: ignore[assignment]
+
+
+PLANTS: Dict[str, Callable[[], None]] = {
+    "prefetch-stops-after-error": _prefetch_stops_after_error,
+}
+
+
+def apply(name: str) -> None:
+    """Switches the named planted bug on for this process; '' is none."""
+    if not name:
+        return
+    if name not in PLANTS:
+        raise SystemExit(f"unknown planted bug {name!r}; the Python driver knows {sorted(PLANTS)}")
+    PLANTS[name]()

@@ -1,0 +1,52 @@
+"""ticketd: the Python client of ticketd, a Raft-replicated ID server.
+
+    with ticketd.Client(["http://10.0.0.1:8080", "http://10.0.0.2:8080"]) as c:
+        r = c.reserve("orders", 1000)          # Range(first, last), inclusive
+        orders = c.sequence("orders")          # cached, refilled in the background
+        order_id = orders.next()
+
+Standard library only; CPython with the GIL (3.9+).
+"""
+
+from __future__ import annotations
+
+from .client import MAX_RESERVE_COUNT, MAX_SNOWFLAKE_IDS, Client, Range, SequenceInfo
+from .errors import (
+    ClockBehind,
+    Closed,
+    Conflict,
+    Exhausted,
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    TicketdError,
+    Unauthorized,
+    Unavailable,
+)
+from .sequence import Sequence, SequenceStats
+from .snowflake import SnowflakeRemote, SnowflakeStats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Range",
+    "SequenceInfo",
+    "Sequence",
+    "SequenceStats",
+    "SnowflakeRemote",
+    "SnowflakeStats",
+    "TicketdError",
+    "NotFound",
+    "Exhausted",
+    "Unauthorized",
+    "Forbidden",
+    "Unavailable",
+    "ClockBehind",
+    "InvalidArgument",
+    "Conflict",
+    "Closed",
+    "MAX_RESERVE_COUNT",
+    "MAX_SNOWFLAKE_IDS",
+    "__version__",
+]

@@ -1,0 +1,403 @@
+"""The Client: one call, one answer, retried over every endpoint."""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import os
+import random
+import ssl
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence as Seq, Tuple, Union
+
+from ._transport import Answer, Endpoint, Pool
+from .errors import (
+    Closed,
+    InvalidArgument,
+    TicketdError,
+    Unavailable,
+    error_from_answer,
+    is_retryable_status,
+)
+
+__all__ = ["Client", "Range", "SequenceInfo", "MAX_RESERVE_COUNT", "MAX_SNOWFLAKE_IDS"]
+
+MAX_RESERVE_COUNT = 10_000_000
+MAX_SNOWFLAKE_IDS = 10_000
+MAX_NAME_LEN = 64
+LEADER_HEADER = "x-ticketd-leader"
+# A Retry-After holds a call back this long at most, so that a misconfigured
+# proxy cannot stall a client for hours.
+MAX_RETRY_AFTER = 30.0
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+class Range(NamedTuple):
+    """An inclusive range of IDs, first..last, each handed out once."""
+
+    first: int
+    last: int
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def __contains__(self, id_: object) -> bool:
+        return isinstance(id_, int) and self.first <= id_ <= self.last
+
+    def ids(self) -> range:
+        return range(self.first, self.last + 1)
+
+
+class SequenceInfo(NamedTuple):
+    """A sequence as GET /v1/sequences/{name} describes it. next is None once exhausted."""
+
+    name: str
+    next: Optional[int]
+    start: int
+    max: int
+    remaining: int
+
+
+def check_name(name: object, what: str = "sequence") -> str:
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(f"{what} name must be a non-empty string of [A-Za-z0-9._-], got {name!r}")
+    if len(name) > MAX_NAME_LEN:
+        raise InvalidArgument(f"{what} name is {len(name)} characters long; at most {MAX_NAME_LEN} are allowed")
+    for i, ch in enumerate(name):
+        if ch not in _NAME_CHARS:
+            raise InvalidArgument(f"{what} name has {ch!r} at {i}; only [A-Za-z0-9._-] are allowed")
+    return name
+
+
+def path_segment(name: str) -> str:
+    # "." and ".." would be resolved away by URL normalisation.
+    return {".": "%2E", "..": "%2E%2E"}.get(name, name)
+
+
+def _check_count(count: object, hi: int, what: str) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= hi:
+        raise InvalidArgument(f"{what} must be an int between 1 and {hi}, got {count!r}")
+    return count
+
+
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> float:
+    """Seconds a Retry-After header asks for (delay-seconds or an HTTP date), capped; 0 if none."""
+    if not value:
+        return 0.0
+    v = value.strip()
+    if v.isdigit():
+        return min(float(int(v)), MAX_RETRY_AFTER)
+    try:
+        when = email.utils.parsedate_to_datetime(v).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return 0.0
+    d = when - (time.time() if now is None else now)
+    return min(d, MAX_RETRY_AFTER) if d > 0 else 0.0
+
+
+def problem_of(status: int, data: bytes) -> Dict[str, Any]:
+    """The problem document of a non-2xx answer; any other body becomes its detail (cut to 200 characters)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and any(isinstance(doc.get(k), str) for k in ("type", "title", "detail")):
+        return doc
+    text = data.decode("utf-8", "replace").strip()
+    if len(text) > 200:
+        text = text[:200] + "..."
+    return {"title": http.client.responses.get(status, f"HTTP {status}"), "status": status, "detail": text}
+
+
+class _Background:
+    """The client's background threads: started only while the client is
+    open, each named "ticketd-…", all joined by close()."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        self.threads: List[threading.Thread] = []
+
+    def start(self, name: str, target: Callable[[], None]) -> bool:
+        with self.lock:
+            if self.closed.is_set():
+                return False
+            self.threads = [t for t in self.threads if t.is_alive()]
+            t = threading.Thread(target=target, name=name, daemon=True)
+            self.threads.append(t)
+            t.start()
+            return True
+
+
+class Client:
+    """A client of a ticketd cluster. Thread-safe: make one per process and share it.
+
+    endpoints: base URLs of some nodes ("http://10.0.0.1:8080"); default the
+    comma-separated TICKETD_ADDR. token: bearer token; default TICKETD_TOKEN.
+    ca_file: CA bundle for https endpoints; default TICKETD_CA. cert_file and
+    key_file: a client certificate. timeout: one HTTP attempt to one endpoint
+    (seconds). call_timeout: a whole call, retries included (None or 0: no
+    bound), also the longest a Sequence's next() waits for an empty cache.
+    backoff: (min, max) seconds between rounds over the endpoints.
+    """
+
+    def __init__(
+        self,
+        endpoints: Optional[Union[str, Seq[str]]] = None,
+        *,
+        token: Optional[str] = None,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
+        timeout: float = 5.0,
+        call_timeout: Optional[float] = 30.0,
+        backoff: Tuple[float, float] = (0.05, 2.0),
+        ssl_context: Optional[ssl.SSLContext] = None,
+    ) -> None:
+        if endpoints is None:
+            endpoints = os.environ.get("TICKETD_ADDR", "")
+        if isinstance(endpoints, str):
+            endpoints = [e for e in endpoints.split(",") if e.strip()]
+        if not endpoints:
+            raise InvalidArgument("no endpoints given (nor TICKETD_ADDR); pass the base URLs of one or more nodes, "
+                                  "such as http://127.0.0.1:8080")
+        eps: List[Endpoint] = []
+        for raw in endpoints:
+            ep = Endpoint(raw)
+            if all(e.base != ep.base for e in eps):
+                eps.append(ep)
+        if token is None:
+            token = os.environ.get("TICKETD_TOKEN") or None
+        if token is not None and (not token or any(not 0x21 <= ord(ch) <= 0x7E for ch in token)):
+            raise InvalidArgument("the token must be non-empty visible ASCII")
+        if not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise InvalidArgument(f"timeout must be positive, got {timeout!r}")
+        if call_timeout is not None and not (isinstance(call_timeout, (int, float)) and call_timeout >= 0):
+            raise InvalidArgument(f"call_timeout must be >= 0 or None, got {call_timeout!r}")
+        lo, hi = backoff
+        if not (0 < lo <= hi):
+            raise InvalidArgument(f"backoff: want 0 < min <= max, got {backoff!r}")
+        if ca_file is None:
+            ca_file = os.environ.get("TICKETD_CA") or None
+        if ssl_context is None and (ca_file or cert_file):
+            try:
+                ssl_context = ssl.create_default_context(cafile=ca_file)
+                if cert_file:
+                    ssl_context.load_cert_chain(cert_file, key_file)
+            except (OSError, ssl.SSLError) as e:
+                raise InvalidArgument(f"TLS files: {e}") from e
+        self._endpoints = eps
+        self._headers: Dict[str, str] = {"Accept": "application/json, application/problem+json"}
+        if token:
+            self._headers["Authorization"] = "Bearer " + token
+        self._timeout = float(timeout)
+        self._call_timeout = float(call_timeout) if call_timeout else None
+        self._backoff = (float(lo), float(hi))
+        self._pool = Pool(ssl_context)
+        self._preferred = 0  # the endpoint that answered last (an int store is atomic)
+        self._bg = _Background()
+        self._handles: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._close_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Stops the background refills and fetches, waits for their threads to
+        end, and closes the connections. Idempotent; later calls raise Closed."""
+        with self._close_lock:
+            self._bg.closed.set()
+            handles = list(self._handles)
+        for h in handles:
+            h._close_from_client()
+        self._pool.close()  # wakes threads blocked on a socket
+        while True:
+            with self._bg.lock:
+                alive = [t for t in self._bg.threads if t.is_alive() and t is not threading.current_thread()]
+            if not alive:
+                break
+            for t in alive:
+                t.join()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._bg.closed.is_set()
+
+    @property
+    def endpoints(self) -> List[str]:
+        return [e.base for e in self._endpoints]
+
+    def _check_open(self) -> None:
+        if self._bg.closed.is_set():
+            raise Closed("ticketd: the client is closed")
+
+    def _register(self, handle: Any) -> None:
+        with self._close_lock:
+            self._check_open()
+            self._handles.add(handle)
+
+    def _deadline(self) -> Optional[float]:
+        return None if self._call_timeout is None else time.monotonic() + self._call_timeout
+
+    # -- calls -------------------------------------------------------------
+
+    def reserve(self, sequence: str, count: int) -> Range:
+        """Reserves count consecutive IDs (1..10,000,000) of a sequence, retrying
+        over the endpoints until it succeeds or the call timeout passes."""
+        self._check_open()
+        check_name(sequence)
+        _check_count(count, MAX_RESERVE_COUNT, "count")
+        return self._reserve(sequence, count, self._deadline(), None)
+
+    def _reserve(self, sequence: str, count: int, deadline: Optional[float],
+                 on_failure: Optional[Callable[[BaseException], None]]) -> Range:
+        body = json.dumps({"count": count}).encode()
+        _, doc = self._round_trip("POST", f"/v1/sequences/{path_segment(sequence)}/ranges", body, deadline, on_failure)
+        try:
+            first, last, seq = doc["first"], doc["last"], doc["sequence"]
+            ok = (seq == sequence and isinstance(first, int) and isinstance(last, int)
+                  and 1 <= first <= last and last - first + 1 == count)
+        except (KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise TicketdError(f"ticketd: the server answered {doc!r} for {count} IDs of {sequence!r}")
+        return Range(first, last)
+
+    def create_sequence(self, name: str, *, start: Optional[int] = None, max: Optional[int] = None) -> Tuple[SequenceInfo, bool]:
+        """Creates a sequence, or confirms it exists with the same settings.
+        Returns (info, created). Other settings: Conflict. Idempotent."""
+        self._check_open()
+        check_name(name)
+        if name in (".", ".."):
+            raise InvalidArgument(f"name {name!r} is a dot segment, which URLs and proxies rewrite; choose another")
+        req: Dict[str, int] = {}
+        for k, v in (("start", start), ("max", max)):
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise InvalidArgument(f"{k} must be a positive int, got {v!r}")
+                req[k] = v
+        status, doc = self._round_trip("PUT", f"/v1/sequences/{path_segment(name)}", json.dumps(req).encode(),
+                                       self._deadline(), None)
+        return _sequence_info(doc), status == 201
+
+    def sequence_info(self, name: str) -> SequenceInfo:
+        """A sequence's settings, the lowest ID never handed out (None once exhausted) and what remains."""
+        self._check_open()
+        check_name(name)
+        _, doc = self._round_trip("GET", f"/v1/sequences/{path_segment(name)}", None, self._deadline(), None)
+        return _sequence_info(doc)
+
+    def sequence(self, name: str, **options: Any) -> "Sequence":
+        """A cached generator of a sequence's IDs (see Sequence). One per sequence and process; share it."""
+        from .sequence import Sequence
+
+        return Sequence(self, name, **options)
+
+    def snowflake(self, namespace: str, **options: Any) -> "SnowflakeRemote":
+        """A prefetching generator of server-made Snowflake IDs of a namespace (see SnowflakeRemote)."""
+        from .snowflake import SnowflakeRemote
+
+        return SnowflakeRemote(self, namespace, **options)
+
+    # -- the retry loop ----------------------------------------------------
+
+    def _backoff_wait(self, k: int) -> float:
+        """Full jitter: the k-th wait (k >= 1) is uniform in [0, min(max, min * 2^(k-1))]."""
+        lo, hi = self._backoff
+        return random.uniform(0.0, min(hi, lo * (2 ** min(k - 1, 60))))
+
+    def _attempt(self, idx: int, method: str, path: str, body: Optional[bytes], timeout: float) -> Answer:
+        headers = self._headers
+        if body is not None:
+            headers = dict(headers, **{"Content-Type": "application/json"})
+        return self._pool.request(self._endpoints[idx], method, path, body, headers, timeout)
+
+    def _leader_or(self, idx: int, ans: Answer) -> int:
+        leader = ans.headers.get(LEADER_HEADER)
+        if leader:
+            for i, ep in enumerate(self._endpoints):
+                if ep.netloc == leader:
+                    return i
+        return idx  # a leader that is none of the endpoints is ignored
+
+    def _round_trip(self, method: str, path: str, body: Optional[bytes], deadline: Optional[float],
+                    on_failure: Optional[Callable[[BaseException], None]]) -> Tuple[int, Any]:
+        """Sends until an endpoint serves, a final answer comes, the deadline
+        passes (Unavailable) or the client closes (Closed). Each round tries
+        every endpoint once from the one that answered last; between rounds it
+        waits with backoff, at least any Retry-After."""
+        closed = self._bg.closed
+        last: Optional[BaseException] = None
+        n = len(self._endpoints)
+        k = 0
+        while True:
+            retry_after = 0.0
+            start = self._preferred
+            for j in range(n):
+                if closed.is_set():
+                    raise Closed("ticketd: the client is closed")
+                timeout = self._timeout
+                if deadline is not None:
+                    timeout = min(timeout, deadline - time.monotonic())
+                    if timeout <= 0:
+                        break
+                idx = (start + j) % n
+                ep = self._endpoints[idx]
+                try:
+                    ans = self._attempt(idx, method, path, body, timeout)
+                except (OSError, http.client.HTTPException) as e:
+                    if closed.is_set():
+                        raise Closed("ticketd: the client is closed") from None
+                    last = e
+                    if on_failure is not None:
+                        on_failure(e)
+                    continue
+                if 200 <= ans.status < 300:
+                    try:
+                        doc = json.loads(ans.body) if ans.body.strip() else None
+                    except ValueError:
+                        doc = None
+                    if doc is None and method != "DELETE":
+                        raise TicketdError(f"ticketd: {ep.base} answered {method} {path} with {ans.status} "
+                                           f"and a body that is not JSON", status=ans.status, endpoint=ep.base)
+                    self._preferred = self._leader_or(idx, ans)
+                    return ans.status, doc
+                err = error_from_answer(ans.status, problem_of(ans.status, ans.body), ep.base)
+                if not is_retryable_status(ans.status):
+                    self._preferred = self._leader_or(idx, ans)
+                    raise err
+                last = err
+                retry_after = max(retry_after, parse_retry_after(ans.headers.get("retry-after")))
+                if on_failure is not None:
+                    on_failure(err)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise Unavailable(f"ticketd: no endpoint could serve {method} {path} within the call timeout"
+                                  + (f"; last failure: {last}" if last else ""), last=last)
+            k += 1
+            wait = max(self._backoff_wait(k), retry_after)
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0.0))
+            if closed.wait(wait):
+                raise Closed("ticketd: the client is closed")
+
+
+def _sequence_info(doc: Any) -> SequenceInfo:
+    try:
+        return SequenceInfo(doc["name"], doc.get("next"), doc["start"], doc["max"], doc["remaining"])
+    except (KeyError, TypeError, AttributeError):
+        raise TicketdError(f"ticketd: a sequence's description was expected, got {doc!r}") from None
+
+
+if TYPE_CHECKING:
+    from .sequence import Sequence
+    from .snowflake import SnowflakeRemote

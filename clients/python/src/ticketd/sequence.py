@@ -1,0 +1,328 @@
+"""Sequence: single IDs from a local cache of ranges, refilled in the background.
+
+The cache is the Go SDK's (client/sequence.go):
+
+- Hot path: the current range is a Block; next() draws an index from its
+  counter (one C call, atomic under the GIL) and, if it is below the range's
+  size, returns first + index. No lock, no clock.
+- Double buffer: besides the current range the cache holds at most one range
+  fetched ahead. The first caller to find the current range used up takes the
+  Sequence's lock and swaps the fetched range in.
+- Low-water mark: when a range becomes current it gets a trigger index, where
+  only rate x coverage of its IDs are left (its first index when it holds
+  less, or while the rate is unknown). The one caller whose draw lands on it
+  starts the refill on a background thread; a refill in flight, or a range
+  already fetched ahead, means none is started: one reservation in flight at
+  most, however many threads call. (The Go SDK's rule, not "at half": with a
+  steady rate it starts the refill coverage seconds before the range runs out.)
+- Sizing: each refill samples the rate (rises at once, falls by half per
+  sample at most); a range holds rate x coverage IDs within [min, max], and at
+  least twice the last size when a caller had to wait.
+- Waiting: only when the cache is empty. The wait is bounded by the client's
+  call timeout, then Unavailable; the refill itself keeps retrying until it
+  succeeds or the client closes, so the Sequence recovers on its own.
+- Order: IDs are unique and strictly increasing in the order the draws cut
+  them; a range not above the last one held is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import TYPE_CHECKING, List, Optional
+
+from ._block import Block
+from .client import MAX_RESERVE_COUNT, Range, check_name
+from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["Sequence", "SequenceStats"]
+
+DEFAULT_COVERAGE = 10.0
+DEFAULT_MIN_RANGE = 1000
+DEFAULT_MAX_RANGE = MAX_RESERVE_COUNT
+# The shortest interval a rate is computed over; shorter ones fold into the next.
+_MIN_SAMPLE = 0.005
+
+
+class SequenceStats:
+    """A snapshot of a Sequence's cache."""
+
+    __slots__ = ("cached", "refilling", "refills", "waits", "waits_while_cached", "range_size", "rate")
+
+    def __init__(self, **kw: object) -> None:
+        for k in self.__slots__:
+            setattr(self, k, kw[k])
+
+    def __repr__(self) -> str:
+        return "SequenceStats(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+class _Sizer:
+    def __init__(self, coverage: float, lo: int, hi: int) -> None:
+        self.coverage, self.lo, self.hi = coverage, lo, hi
+        self.rate = 0.0
+        self.at: Optional[float] = None
+        self.ids = 0
+
+    def observe(self, ids: int, now: float) -> None:
+        if self.at is None:
+            self.at, self.ids = now, ids
+            return
+        dt = now - self.at
+        if dt < _MIN_SAMPLE:
+            return
+        inst = (ids - self.ids) / dt
+        # A cache too large costs a few IDs; one too small makes callers wait.
+        self.rate = inst if inst >= self.rate else max(inst, self.rate / 2)
+        self.at, self.ids = now, ids
+
+    def low_water(self) -> int:
+        return _clamp(self.rate * self.coverage, 0, 1 << 62)
+
+    def size(self, ran_dry: bool, last: int) -> int:
+        n = _clamp(self.rate * self.coverage, self.lo, self.hi)
+        if ran_dry and last > 0:
+            n = max(n, min(2 * last, self.hi))
+        return n
+
+
+def _clamp(f: float, lo: int, hi: int) -> int:
+    if math.isnan(f) or f <= lo:
+        return lo
+    if f >= hi:
+        return hi
+    return int(math.ceil(f))
+
+
+class _Refill:
+    """One background reservation; done is set when it ends."""
+
+    __slots__ = ("done", "error", "last_error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: Optional[TicketdError] = None
+        self.last_error: Optional[BaseException] = None
+
+
+class Sequence:
+    """IDs of one sequence from a local cache; make it with Client.sequence().
+
+    Thread-safe; share one per sequence and process. coverage: the outage (s)
+    the cache should ride out at the observed rate; min_range/max_range bound
+    the ranges it reserves.
+    """
+
+    def __init__(self, client: "Client", name: str, *, coverage: float = DEFAULT_COVERAGE,
+                 min_range: int = DEFAULT_MIN_RANGE, max_range: int = DEFAULT_MAX_RANGE) -> None:
+        check_name(name)
+        if not (isinstance(coverage, (int, float)) and coverage > 0):
+            raise InvalidArgument(f"coverage must be positive seconds, got {coverage!r}")
+        if not (isinstance(min_range, int) and isinstance(max_range, int)
+                and 1 <= min_range <= max_range <= MAX_RESERVE_COUNT):
+            raise InvalidArgument(f"want 1 <= min_range <= max_range <= {MAX_RESERVE_COUNT}, "
+                                  f"got {min_range!r}, {max_range!r}")
+        self._client = client
+        self._name = name
+        self._cur = Block()
+        self._mu = threading.Lock()
+        self._nxt: Optional[Block] = None
+        self._inflight: Optional[_Refill] = None
+        self._sticky: Optional[TicketdError] = None  # Exhausted or Closed, once seen
+        self._highest = 0  # last of the newest range received
+        self._retired = 0  # IDs of the ranges used up
+        self._sizer = _Sizer(float(coverage), min_range, max_range)
+        self._ran_dry = False
+        self._last_size = 0
+        self._refills = 0
+        self._waits = 0
+        self._waits_while_cached = 0
+        client._register(self)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def next(self) -> int:
+        """The next ID. One C-level counter step while the cache holds IDs.
+        Raises Unavailable when the cache stayed empty for the call timeout,
+        Exhausted, NotFound, Unauthorized, Forbidden, Closed."""
+        b = self._cur
+        i = next(b.counter)
+        if i < b.n:
+            if i == b.trigger:
+                self._prefetch()
+            return b.first + i
+        return self._take_slow(1).first
+
+    def next_n(self, n: int) -> List[Range]:
+        """n IDs at once (1..10,000,000) as increasing disjoint ranges: one unless
+        they straddle the end of a cached range. On error none are returned
+        (those already cut are gaps)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RESERVE_COUNT:
+            raise InvalidArgument(f"next_n: n must be an int between 1 and {MAX_RESERVE_COUNT}, got {n!r}")
+        out: List[Range] = []
+        want = n
+        b = self._cur
+        t = b.take(want)
+        if t is not None:
+            i, got, triggered = t
+            if triggered:
+                self._prefetch()
+            out.append(Range(b.first + i, b.first + i + got - 1))
+            want -= got
+        while want > 0:
+            r = self._take_slow(want)
+            if out and out[-1].last + 1 == r.first:
+                out[-1] = Range(out[-1].first, r.last)
+            else:
+                out.append(r)
+            want -= r.size
+        return out
+
+    def stats(self) -> SequenceStats:
+        with self._mu:
+            return SequenceStats(cached=self._cached_locked(), refilling=self._inflight is not None,
+                                 refills=self._refills, waits=self._waits,
+                                 waits_while_cached=self._waits_while_cached,
+                                 range_size=self._last_size, rate=self._sizer.rate)
+
+    # -- slow path ---------------------------------------------------------
+
+    def _take_slow(self, want: int) -> Range:
+        deadline: Optional[float] = None
+        waited = False
+        while True:
+            with self._mu:
+                r = self._take_locked(want)
+                if r is not None:
+                    return r
+                if self._sticky is not None:
+                    raise self._sticky
+                a = self._inflight
+                if a is None:
+                    a = self._start_refill_locked()
+                    if a is None:
+                        raise Closed("ticketd: the client is closed")
+                if not waited:
+                    waited = True
+                    self._wait_locked()
+                    deadline = self._client._deadline()
+            if deadline is None:
+                ok = a.done.wait()
+            else:
+                ok = a.done.wait(max(deadline - time.monotonic(), 0.0))
+            if not ok:
+                if self._client.closed:
+                    raise Closed("ticketd: the client is closed")
+                last = a.last_error
+                raise Unavailable(f"ticketd: no range of {self._name!r} could be had within the call timeout"
+                                  + (f"; last failure: {last}" if last else ""), last=last)
+            if a.error is not None:
+                raise a.error
+
+    def _wait_locked(self) -> None:
+        # The only place a caller waits; reached only with the current range
+        # used up and nothing fetched ahead, so waits_while_cached stays 0.
+        self._waits += 1
+        self._ran_dry = True
+        if self._cached_locked() > 0:
+            self._waits_while_cached += 1
+
+    def _take_locked(self, want: int) -> Optional[Range]:
+        while True:
+            b = self._cur
+            t = b.take(want)
+            if t is not None:
+                i, got, triggered = t
+                if triggered:
+                    self._prefetch_locked()
+                return Range(b.first + i, b.first + i + got - 1)
+            if self._nxt is None:
+                return None
+            nb, self._nxt = self._nxt, None
+            self._install_locked(nb)
+
+    def _install_locked(self, nb: Block) -> None:
+        self._retired += self._cur.n
+        nb.trigger = 0
+        low = self._sizer.low_water()
+        if 0 < low < nb.n:
+            nb.trigger = nb.n - low
+        self._cur = nb
+
+    def _prefetch(self) -> None:
+        with self._mu:
+            self._prefetch_locked()
+
+    def _prefetch_locked(self) -> None:
+        if self._inflight is None and self._nxt is None and self._sticky is None:
+            self._start_refill_locked()
+
+    def _start_refill_locked(self) -> Optional[_Refill]:
+        self._sizer.observe(self._retired + self._cur.taken(), time.monotonic())
+        size = self._sizer.size(self._ran_dry, self._last_size)
+        self._ran_dry = False
+        self._last_size = size
+        a = _Refill()
+        if not self._client._bg.start(f"ticketd-refill-{self._name}", lambda: self._run_refill(a, size)):
+            return None
+        self._inflight = a
+        return a
+
+    def _run_refill(self, a: _Refill, size: int) -> None:
+        """Reserves size IDs (fewer when fewer are left), retrying until it
+        succeeds, the answer is final, or the client is closed."""
+
+        def on_failure(err: BaseException) -> None:
+            with self._mu:
+                a.last_error = err
+
+        while True:
+            try:
+                r: Optional[Range] = self._client._reserve(self._name, size, None, on_failure)
+                err: Optional[TicketdError] = None
+            except Exhausted as e:
+                if size > 1:
+                    size //= 2  # fewer IDs are left than asked for: ask for fewer
+                    continue
+                r, err = None, e
+            except TicketdError as e:
+                r, err = None, e
+            except BaseException as e:  # a bug must not leave waiters hanging
+                r, err = None, TicketdError(f"ticketd: refill failed: {e!r}")
+            self._finish_refill(a, r, err)
+            return
+
+    def _finish_refill(self, a: _Refill, r: Optional[Range], err: Optional[TicketdError]) -> None:
+        with self._mu:
+            if self._client.closed or isinstance(self._sticky, Closed):
+                err = Closed("ticketd: the client is closed")
+            elif err is None and r is not None and r.first <= self._highest:
+                err = TicketdError(f"ticketd: the server answered range {r.first}..{r.last} of {self._name!r}, "
+                                   f"not above {self._highest}, an ID this Sequence already had; refused")
+            elif err is None and r is not None:
+                self._highest = r.last
+                self._refills += 1
+                self._nxt = Block(r.first, r.size)
+            elif isinstance(err, Exhausted):
+                self._sticky = err
+            a.error = err
+            self._inflight = None
+            a.done.set()
+
+    def _close_from_client(self) -> None:
+        with self._mu:
+            self._sticky = Closed("ticketd: the client is closed")
+            self._nxt = None
+            self._cur = Block()
+
+    def _cached_locked(self) -> int:
+        n = self._cur.remaining()
+        if self._nxt is not None:
+            n += self._nxt.n
+        return n

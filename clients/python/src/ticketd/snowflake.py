@@ -1,0 +1,341 @@
+"""SnowflakeRemote: Snowflake IDs made by the nodes, prefetched in batches.
+
+The Go SDK's SnowflakeRemote (client/snowflake_remote*.go): the same double
+buffer as a Sequence's (the batch being handed out, cut by one counter step,
+and at most one batch fetched ahead), a fetch started in the background when
+fewer than the low-water mark (default half the batch) are left. Fetches go
+round the nodes from a random first one (the leader is not preferred); a node
+that answered with Retry-After (503 clock-behind among others) is not asked
+again until then, one that failed at the transport rests for the longest
+backoff. Every answer is checked before it enters the buffer (accept()).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
+
+from ._block import Block
+from .client import MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
+from .errors import (
+    ClockBehind,
+    Closed,
+    InvalidArgument,
+    TicketdError,
+    Unavailable,
+    error_from_answer,
+    is_retryable_status,
+)
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["SnowflakeRemote", "SnowflakeStats"]
+
+DEFAULT_BATCH = 256
+
+
+class SnowflakeStats(NamedTuple):
+    """A snapshot of a SnowflakeRemote's buffer and counters."""
+
+    cached: int  # IDs buffered now
+    fetching: bool  # a fetch is in flight
+    fetches: int  # batches received
+    failures: int  # node failures moved past
+    refused: int  # answers refused by the checks
+    waits: int  # calls that waited on the network
+
+
+class _Batch(Block):
+    __slots__ = ("ids",)
+
+    def __init__(self, ids: List[int]) -> None:
+        super().__init__(0, len(ids))
+        self.ids = ids
+
+
+class _Fetch:
+    __slots__ = ("done", "error", "last_error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: Optional[TicketdError] = None
+        self.last_error: Optional[BaseException] = None
+
+
+class SnowflakeRemote:
+    """Server-made Snowflake IDs of one namespace; make it with Client.snowflake().
+
+    batch: IDs asked of a node at once (1..10,000); low_water: fetch the next
+    batch when fewer are left in the current one (default half the batch; 0:
+    only when empty). Thread-safe.
+    """
+
+    def __init__(self, client: "Client", namespace: str, *, batch: int = DEFAULT_BATCH,
+                 low_water: Optional[int] = None) -> None:
+        check_name(namespace, "namespace")
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_SNOWFLAKE_IDS:
+            raise InvalidArgument(f"batch must be an int between 1 and {MAX_SNOWFLAKE_IDS}, got {batch!r}")
+        if low_water is None:
+            low_water = batch // 2
+        if not isinstance(low_water, int) or not 0 <= low_water <= batch:
+            raise InvalidArgument(f"low_water must be between 0 and the batch ({batch}), got {low_water!r}")
+        self._client = client
+        self._ns = namespace
+        self._path = f"/v1/namespaces/{path_segment(namespace)}/ids"
+        self._batch = batch
+        self._low = low_water
+        n = len(client._endpoints)
+        self._cur = _Batch([])
+        self._mu = threading.Lock()
+        self._nxt: Optional[_Batch] = None
+        self._inflight: Optional[_Fetch] = None
+        self._closed = threading.Event()
+        self._rr = random.randrange(n)  # spread many processes' first fetches
+        self._skip_until = [0.0] * n
+        self._highest: Dict[int, int] = {}  # per worker id: the highest ID received
+        self.fetches = 0
+        self.failures = 0
+        self.refused = 0
+        self.waits = 0
+        client._register(self)
+
+    @property
+    def namespace(self) -> str:
+        return self._ns
+
+    def next(self) -> int:
+        """One ID: from the buffer (one counter step) while it holds any."""
+        b = self._cur
+        i = next(b.counter)
+        if i < b.n:
+            if i == b.trigger:
+                self._prefetch()
+            return b.ids[i]
+        return self._take_slow(1, [])[0]
+
+    def next_n(self, n: int) -> List[int]:
+        """n IDs (1..10,000), increasing within what one node answered."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SNOWFLAKE_IDS:
+            raise InvalidArgument(f"next_n: n must be an int between 1 and {MAX_SNOWFLAKE_IDS}, got {n!r}")
+        b = self._cur
+        out: List[int] = []
+        t = b.take(n)
+        if t is not None:
+            i, got, triggered = t
+            if triggered:
+                self._prefetch()
+            out = b.ids[i:i + got]
+            if got == n:
+                return out
+        return self._take_slow(n - len(out), out)
+
+    def stats(self) -> SnowflakeStats:
+        with self._mu:
+            cached = self._cur.remaining() + (self._nxt.n if self._nxt is not None else 0)
+            return SnowflakeStats(cached, self._inflight is not None, self.fetches, self.failures,
+                                  self.refused, self.waits)
+
+    def close(self) -> None:
+        """Drops the buffer and waits for the fetch in flight. The client's close() does it too."""
+        self._close_from_client()
+        with self._mu:
+            f = self._inflight
+        if f is not None:
+            f.done.wait()
+
+    def _close_from_client(self) -> None:
+        self._closed.set()
+        with self._mu:
+            self._nxt = None
+            self._cur = _Batch([])
+
+    # -- slow path ---------------------------------------------------------
+
+    def _is_closed(self) -> bool:
+        return self._closed.is_set() or self._client.closed
+
+    def _take_slow(self, want: int, out: List[int]) -> List[int]:
+        deadline: Optional[float] = None
+        waited = False
+        while True:
+            with self._mu:
+                while want > 0:
+                    ids = self._take_locked(want)
+                    if ids is None:
+                        break
+                    out.extend(ids)
+                    want -= len(ids)
+                if want == 0:
+                    return out
+                if self._is_closed():
+                    raise Closed("ticketd: the Snowflake handle or its client is closed")
+                f = self._inflight
+                if f is None:
+                    f = self._start_fetch_locked(want)
+                    if f is None:
+                        raise Closed("ticketd: the client is closed")
+                if not waited:
+                    waited = True
+                    self.waits += 1
+                    deadline = self._client._deadline()
+            ok = f.done.wait() if deadline is None else f.done.wait(max(deadline - time.monotonic(), 0.0))
+            if not ok:
+                if self._is_closed():
+                    raise Closed("ticketd: the Snowflake handle or its client is closed")
+                last = f.last_error
+                raise Unavailable(f"ticketd: no node could serve Snowflake IDs of {self._ns!r} within the call "
+                                  f"timeout" + (f"; last failure: {last}" if last else ""), last=last)
+            if f.error is not None:
+                raise f.error
+
+    def _take_locked(self, want: int) -> Optional[List[int]]:
+        while True:
+            b = self._cur
+            t = b.take(want)
+            if t is not None:
+                i, got, triggered = t
+                if triggered:
+                    self._prefetch_locked()
+                return b.ids[i:i + got]
+            if self._nxt is None:
+                return None
+            nb, self._nxt = self._nxt, None
+            nb.trigger = max(nb.n - self._low, 0) if self._low > 0 else -1
+            self._cur = nb
+
+    def _prefetch(self) -> None:
+        with self._mu:
+            self._prefetch_locked()
+
+    def _prefetch_locked(self) -> None:
+        if self._inflight is None and self._nxt is None and not self._is_closed():
+            self._start_fetch_locked(0)
+
+    def _start_fetch_locked(self, want: int) -> Optional[_Fetch]:
+        count = max(self._batch, min(want, MAX_SNOWFLAKE_IDS))
+        f = _Fetch()
+        if self._is_closed() or not self._client._bg.start(f"ticketd-snowflake-{self._ns}",
+                                                           lambda: self._run_fetch(f, count)):
+            return None
+        self._inflight = f
+        return f
+
+    def _run_fetch(self, f: _Fetch, count: int) -> None:
+        def on_failure(err: BaseException) -> None:
+            with self._mu:
+                f.last_error = err
+                self.failures += 1
+
+        try:
+            b: Optional[_Batch] = self._fetch(count, on_failure)
+            err: Optional[TicketdError] = None
+        except TicketdError as e:
+            b, err = None, e
+        except BaseException as e:  # a bug must not leave waiters hanging
+            b, err = None, TicketdError(f"ticketd: Snowflake fetch failed: {e!r}")
+        with self._mu:
+            if self._is_closed():
+                err = Closed("ticketd: the Snowflake handle or its client is closed")
+            elif err is None:
+                self._nxt = b
+            f.error = err
+            self._inflight = None
+            f.done.set()
+
+    def _fetch(self, count: int, on_failure: Any) -> _Batch:
+        """Asks the nodes in turn until one serves a valid batch, an answer is
+        final, or the handle closes; between rounds it waits with the client's
+        backoff, and at least until some node may be asked again."""
+        c = self._client
+        n = len(c._endpoints)
+        body = json.dumps({"count": count}).encode()
+        k = 0
+        while True:
+            with self._mu:
+                start = self._rr
+            for j in range(n):
+                if self._is_closed():
+                    raise Closed("ticketd: the Snowflake handle or its client is closed")
+                idx = (start + j) % n
+                if self._skip_until[idx] > time.monotonic():
+                    continue
+                base = c._endpoints[idx].base
+                try:
+                    ans = c._attempt(idx, "POST", self._path, body, c._timeout)
+                except (OSError, http.client.HTTPException) as e:
+                    if self._is_closed():
+                        raise Closed("ticketd: the Snowflake handle or its client is closed") from None
+                    if n > 1:
+                        # A node down or cut off would cost every fetch a timeout: rest it.
+                        self._skip_until[idx] = time.monotonic() + c._backoff[1]
+                    on_failure(e)
+                    continue
+                if 200 <= ans.status < 300:
+                    try:
+                        doc = json.loads(ans.body)
+                        batch = self._accept(idx, doc, count)
+                    except (ValueError, TicketdError) as e:
+                        on_failure(e)
+                        continue
+                    return batch
+                problem = problem_of(ans.status, ans.body)
+                err = error_from_answer(ans.status, problem, base)
+                route_unknown = problem.get("type") == "urn:ticketd:problem:route-not-found" or ans.status == 405
+                if not is_retryable_status(ans.status) and not route_unknown:
+                    raise err
+                ra = parse_retry_after(ans.headers.get("retry-after"))
+                if ra > 0:
+                    self._skip_until[idx] = time.monotonic() + ra
+                on_failure(err)
+            k += 1
+            wait = c._backoff_wait(k)
+            soonest = min(self._skip_until) - time.monotonic()
+            if soonest > 0:
+                wait = max(wait, soonest)
+            if self._closed.wait(wait) or c.closed:
+                raise Closed("ticketd: the Snowflake handle or its client is closed")
+
+    def _accept(self, idx: int, doc: Any, count: int) -> _Batch:
+        """Checks a node's answer: count IDs of this namespace, strictly
+        increasing, the first above the highest received under its worker id."""
+        base = self._client._endpoints[idx].base
+
+        def refuse(why: str) -> TicketdError:
+            with self._mu:
+                self.refused += 1
+            return TicketdError(f"ticketd: {base} answered Snowflake IDs of {self._ns!r} that are refused: {why}",
+                                endpoint=base)
+
+        if not isinstance(doc, dict):
+            raise refuse("the answer is not a JSON object")
+        if doc.get("namespace") != self._ns:
+            raise refuse(f"the answer is for namespace {doc.get('namespace')!r}")
+        ids = doc.get("ids")
+        if not isinstance(ids, list) or len(ids) != count:
+            raise refuse(f"{len(ids) if isinstance(ids, list) else 'no'} IDs for {count} asked")
+        prev = -1
+        for i, v in enumerate(ids):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= prev:
+                raise refuse(f"ID {v!r} at {i} does not increase")
+            prev = v
+        worker = doc.get("worker_id")
+        if not isinstance(worker, int):
+            worker = -1
+        with self._mu:
+            # A node that lost its lease as it answered names worker id -1: not checkable.
+            h = self._highest.get(worker)
+            if worker >= 0 and h is not None and ids[0] <= h:
+                self.refused += 1
+                raise TicketdError(f"ticketd: {base} answered Snowflake IDs of {self._ns!r} from {ids[0]} under "
+                                   f"worker id {worker}, not above {h}, already received under it; refused",
+                                   endpoint=base)
+            if worker >= 0:
+                self._highest[worker] = ids[-1]
+            self.fetches += 1
+            self._rr = (idx + 1) % len(self._client._endpoints)  # the next fetch goes to the next node
+        return _Batch(ids)
