@@ -5,7 +5,8 @@
         orders = c.sequence("orders")          # cached, refilled in the background
         order_id = orders.next()
 
-Standard library only; CPython with the GIL (3.9+).
+Standard library only; CPython 3.9+. Cutting IDs is under a lock, not the GIL's atomicity
+(free-threaded builds are not tested here).
 """
 
 from __future__ import annotations

@@ -2,9 +2,15 @@
 
 The cache is the Go SDK's (client/sequence.go):
 
-- Hot path: the current range is a Block; next() draws an index from its
-  counter (one C call, atomic under the GIL) and, if it is below the range's
-  size, returns first + index. No lock, no clock.
+- Hot path: the current range is three integers, the next ID, the end and
+  the trigger, under a lock held for nothing else: next() takes the lock,
+  compares, adds one and returns. No I/O, no clock, no allocation. A lock,
+  not an itertools.count (lock-free under the GIL): cutting must be atomic
+  on free-threaded Pythons too, and next_n must cut n IDs in O(1). It is
+  taken with "with": an explicit acquire() returns through a point where
+  the interpreter may switch threads while the lock is held, and under
+  contention that convoys (measured: 0.2x of a locked increment on 4
+  threads, against 0.8-0.9x with "with"; bench.py).
 - Double buffer: besides the current range the cache holds at most one range
   fetched ahead. The first caller to find the current range used up takes the
   Sequence's lock and swaps the fetched range in.
@@ -30,9 +36,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from ._block import Block
 from .client import MAX_RESERVE_COUNT, Range, check_name
 from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable
 
@@ -128,9 +133,16 @@ class Sequence:
                                   f"got {min_range!r}, {max_range!r}")
         self._client = client
         self._name = name
-        self._cur = Block()
+        # The current range: IDs _at.._end-1 are left; the taker of _trig
+        # starts the refill (0: none; IDs are positive). Guarded by _hot,
+        # which is held for nothing but cutting and installing.
+        self._hot = threading.Lock()
+        self._at = 0
+        self._end = 0
+        self._trig = 0
+        self._cur_first = 0
         self._mu = threading.Lock()
-        self._nxt: Optional[Block] = None
+        self._nxt: Optional[Range] = None  # the range fetched ahead
         self._inflight: Optional[_Refill] = None
         self._sticky: Optional[TicketdError] = None  # Exhausted or Closed, once seen
         self._highest = 0  # last of the newest range received
@@ -148,15 +160,17 @@ class Sequence:
         return self._name
 
     def next(self) -> int:
-        """The next ID. One C-level counter step while the cache holds IDs.
-        Raises Unavailable when the cache stayed empty for the call timeout,
-        Exhausted, NotFound, Unauthorized, Forbidden, Closed."""
-        b = self._cur
-        i = next(b.counter)
-        if i < b.n:
-            if i == b.trigger:
-                self._prefetch()
-            return b.first + i
+        """The next ID: a compare and an add under the hot lock while the
+        cache holds IDs. Raises Unavailable when the cache stayed empty for
+        the call timeout, Exhausted, NotFound, Unauthorized, Forbidden,
+        Closed."""
+        with self._hot:
+            i = self._at
+            if i < self._end and i != self._trig:
+                self._at = i + 1
+                return i
+        # The range is used up, or the next ID is the trigger: the slow path
+        # cuts it and starts the refill.
         return self._take_slow(1).first
 
     def next_n(self, n: int) -> List[Range]:
@@ -167,14 +181,13 @@ class Sequence:
             raise InvalidArgument(f"next_n: n must be an int between 1 and {MAX_RESERVE_COUNT}, got {n!r}")
         out: List[Range] = []
         want = n
-        b = self._cur
-        t = b.take(want)
-        if t is not None:
-            i, got, triggered = t
+        cut = self._cut(want)
+        if cut is not None:
+            r, triggered = cut
             if triggered:
                 self._prefetch()
-            out.append(Range(b.first + i, b.first + i + got - 1))
-            want -= got
+            out.append(r)
+            want -= r.size
         while want > 0:
             r = self._take_slow(want)
             if out and out[-1].last + 1 == r.first:
@@ -233,27 +246,40 @@ class Sequence:
         if self._cached_locked() > 0:
             self._waits_while_cached += 1
 
+    def _cut(self, want: int) -> Optional[Tuple[Range, bool]]:
+        """Cuts up to want IDs of the current range: (the IDs, whether they
+        include the trigger), or None when it is used up."""
+        with self._hot:
+            i = self._at
+            if i >= self._end:
+                return None
+            last = min(i + want, self._end) - 1
+            self._at = last + 1
+            return Range(i, last), i <= self._trig <= last
+
     def _take_locked(self, want: int) -> Optional[Range]:
         while True:
-            b = self._cur
-            t = b.take(want)
-            if t is not None:
-                i, got, triggered = t
+            cut = self._cut(want)
+            if cut is not None:
+                r, triggered = cut
                 if triggered:
                     self._prefetch_locked()
-                return Range(b.first + i, b.first + i + got - 1)
+                return r
             if self._nxt is None:
                 return None
-            nb, self._nxt = self._nxt, None
-            self._install_locked(nb)
+            nr, self._nxt = self._nxt, None
+            self._install_locked(nr)
 
-    def _install_locked(self, nb: Block) -> None:
-        self._retired += self._cur.n
-        nb.trigger = 0
+    def _install_locked(self, nr: Range) -> None:
+        # The trigger: where only low-water IDs are left, or the first ID
+        # when the range holds fewer (or the rate is not known yet).
+        trig = nr.first
         low = self._sizer.low_water()
-        if 0 < low < nb.n:
-            nb.trigger = nb.n - low
-        self._cur = nb
+        if 0 < low < nr.size:
+            trig = nr.last + 1 - low
+        with self._hot:
+            self._retired += self._end - self._cur_first
+            self._cur_first, self._at, self._end, self._trig = nr.first, nr.first, nr.last + 1, trig
 
     def _prefetch(self) -> None:
         with self._mu:
@@ -264,7 +290,7 @@ class Sequence:
             self._start_refill_locked()
 
     def _start_refill_locked(self) -> Optional[_Refill]:
-        self._sizer.observe(self._retired + self._cur.taken(), time.monotonic())
+        self._sizer.observe(self._retired + self._taken(), time.monotonic())
         size = self._sizer.size(self._ran_dry, self._last_size)
         self._ran_dry = False
         self._last_size = size
@@ -308,7 +334,7 @@ class Sequence:
             elif err is None and r is not None:
                 self._highest = r.last
                 self._refills += 1
-                self._nxt = Block(r.first, r.size)
+                self._nxt = r
             elif isinstance(err, Exhausted):
                 self._sticky = err
             a.error = err
@@ -319,10 +345,16 @@ class Sequence:
         with self._mu:
             self._sticky = Closed("ticketd: the client is closed")
             self._nxt = None
-            self._cur = Block()
+            with self._hot:  # what is left is never handed out
+                self._retired += self._end - self._cur_first
+                self._cur_first = self._at = self._end = self._trig = 0
 
     def _cached_locked(self) -> int:
-        n = self._cur.remaining()
+        n = self._end - min(self._at, self._end)
         if self._nxt is not None:
-            n += self._nxt.n
+            n += self._nxt.size
         return n
+
+    def _taken(self) -> int:
+        """IDs cut from the current range."""
+        return min(self._at, self._end) - self._cur_first

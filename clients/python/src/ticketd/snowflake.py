@@ -1,7 +1,7 @@
 """SnowflakeRemote: Snowflake IDs made by the nodes, prefetched in batches.
 
 The Go SDK's SnowflakeRemote (client/snowflake_remote*.go): the same double
-buffer as a Sequence's (the batch being handed out, cut by one counter step,
+buffer as a Sequence's (the batch being handed out, cut under its lock,
 and at most one batch fetched ahead), a fetch started in the background when
 fewer than the low-water mark (default half the batch) are left. Fetches go
 round the nodes from a random first one (the leader is not preferred); a node
@@ -109,13 +109,16 @@ class SnowflakeRemote:
         return self._ns
 
     def next(self) -> int:
-        """One ID: from the buffer (one counter step) while it holds any."""
+        """One ID: from the buffer (a compare and an add under its lock)
+        while it holds any."""
         b = self._cur
-        i = next(b.counter)
-        if i < b.n:
-            if i == b.trigger:
-                self._prefetch()
-            return b.ids[i]
+        with b.lock:  # "with", not acquire(): see sequence.py on convoys
+            i = b.used
+            if i < b.n and i != b.trigger:
+                b.used = i + 1
+                return b.ids[i]
+        # Used up, or the next index is the trigger: the slow path cuts it
+        # and starts the fetch.
         return self._take_slow(1, [])[0]
 
     def next_n(self, n: int) -> List[int]:
