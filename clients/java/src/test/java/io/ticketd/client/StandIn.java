@@ -34,6 +34,8 @@ final class StandIn implements AutoCloseable {
         final Map<String, long[]> seqs = new ConcurrentHashMap<>(); // name -> {next, max, start}
         final Map<String, AtomicLong> namespaces = new ConcurrentHashMap<>();
         volatile String token; // required bearer token, or null
+        /** A broken cluster: every reservation answers from ID 1 again. */
+        volatile boolean rewind;
         final AtomicInteger reservations = new AtomicInteger();
         final List<Long> counts = Collections.synchronizedList(new ArrayList<>());
 
@@ -157,8 +159,8 @@ final class StandIn implements AutoCloseable {
                         problem(ex, 409, "sequence-exhausted", "fewer than " + count + " left");
                         return;
                     }
-                    first = s[0];
-                    s[0] += count;
+                    first = backend.rewind ? 1 : s[0];
+                    s[0] = first + count;
                 }
                 backend.reservations.incrementAndGet();
                 json(ex, 200, "{\"sequence\":" + Json.quote(p[3]) + ",\"first\":" + first + ",\"last\":" + (first + count - 1) + "}");
