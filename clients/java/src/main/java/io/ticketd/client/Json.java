@@ -13,7 +13,7 @@ import java.util.Map;
  * order, a repeated key keeps its last value), {@code List<Object>}, {@code String}, {@code Boolean},
  * {@link #NULL}, and numbers: an integer literal as {@code Long} when it fits in int64, else
  * {@code BigInteger}; any literal with a fraction or exponent as {@code BigDecimal} (exact, never a
- * double, so that no ID loses precision). Everything else (trailing data, leading zeros, unescaped
+ * double, so that no ID loses precision; an exponent beyond BigDecimal's range is refused). Everything else (trailing data, leading zeros, unescaped
  * control characters, bad escapes, NaN, comments, nesting past {@link #MAX_DEPTH}) is refused with
  * {@link IllegalArgumentException}. The tests check it against Jackson and Gson on random documents.
  */
@@ -149,7 +149,7 @@ final class Json {
                     if (i + 4 > s.length()) throw fail("short \\u escape");
                     int v = 0;
                     for (int k = 0; k < 4; k++) {
-                        int d = Character.digit(s.charAt(i + k), 16);
+                        int d = hex(s.charAt(i + k));
                         if (d < 0) throw fail("bad hex digit in \\u escape");
                         v = v * 16 + d;
                     }
@@ -194,6 +194,8 @@ final class Json {
             try {
                 return new BigDecimal(lit);
             } catch (NumberFormatException | ArithmeticException ex) {
+                // An exponent beyond BigDecimal's int scale: a limit RFC 8259 section 9 allows (Jackson
+                // refuses some of these too, and reads others as infinity). No ticketd answer has one.
                 throw fail("number out of range: " + lit);
             }
         }
@@ -203,6 +205,14 @@ final class Json {
     }
 
     private static boolean isDigit(char c) { return c >= '0' && c <= '9'; }
+
+    /** ASCII hex digits only: Character.digit would take other scripts' digits (U+1055 is 5). */
+    private static int hex(char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    }
 
     /** A JSON string literal of v, for the few request bodies the client writes. */
     static String quote(String v) {
