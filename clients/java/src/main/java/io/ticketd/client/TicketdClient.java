@@ -66,7 +66,8 @@ public final class TicketdClient implements AutoCloseable {
     record Answer(Endpoint endpoint, int status, String body, String leader, long retryAfterNanos) {}
 
     final List<Endpoint> endpoints;
-    private final HttpClient http;
+    /** Dropped by close(), so that JDK 17's HttpClient (which has no close) can end its selector thread. */
+    private volatile HttpClient http;
     private final ExecutorService httpExecutor;
     private final String auth;
     final long attemptNanos;
@@ -393,6 +394,7 @@ public final class TicketdClient implements AutoCloseable {
                 }
             }
         }
+        http = null;
         httpExecutor.shutdownNow();
         try {
             httpExecutor.awaitTermination(10, TimeUnit.SECONDS);
@@ -594,9 +596,11 @@ public final class TicketdClient implements AutoCloseable {
             rb.method(method, HttpRequest.BodyPublishers.noBody());
         }
         if (auth != null) rb.header("Authorization", auth);
+        HttpClient h = http;
+        if (h == null) throw new ClosedException("ticketd: client closed");
         CompletableFuture<HttpResponse<String>> f;
         try {
-            f = http.sendAsync(rb.build(), HttpResponse.BodyHandlers.ofString());
+            f = h.sendAsync(rb.build(), HttpResponse.BodyHandlers.ofString());
         } catch (RuntimeException e) { // the executor was shut down by close()
             if (closed) throw new ClosedException("ticketd: client closed");
             throw e;
