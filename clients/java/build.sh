@@ -4,7 +4,8 @@
 # only (settings.xml: every repository is mirrored to file:///usr/share/maven-repo).
 #   build.sh test              compile and run the JUnit 5 tests (surefire)
 #   build.sh package           the jar, target/ticketd-client-<version>.jar (tests run first)
-#   build.sh bench             the hot-path benchmark (next() vs AtomicLong), see README.md
+#   build.sh bench [forks iterations warmup millis]
+#                              the hot-path benchmark (next() vs AtomicLong), see README.md
 #   build.sh driver-classpath  compile main+test classes, print the conformance driver's classpath
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -31,7 +32,8 @@ case "$cmd" in
   package) "${mvn[@]}" package ;;
   bench)
     "${mvn[@]}" test-compile >&2
-    exec java -cp target/classes:target/test-classes io.ticketd.client.Bench "${@:2}" ;;
+    # TICKETD_JAVA picks another JVM for the run (the library is built for 17 and runs on later ones).
+    exec "${TICKETD_JAVA:-java}" -cp target/classes:target/test-classes io.ticketd.client.Bench "${@:2}" ;;
   driver-classpath)
     "${mvn[@]}" test-compile >&2
     echo "$here/target/classes:$here/target/test-classes" ;;

@@ -73,7 +73,7 @@ public final class SnowflakeRemote implements AutoCloseable {
     /** One ID: an atomic add while IDs are buffered; else waits up to the call timeout. */
     public long next() {
         Batch b = cur;
-        long i = b.block.used.getAndIncrement();
+        long i = b.block.getAndAdd(1);
         if (i >= 0 && i < b.block.n) {
             if (i == b.block.trigger) prefetch();
             return b.ids[(int) i];

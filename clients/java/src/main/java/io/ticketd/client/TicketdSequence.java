@@ -1,10 +1,11 @@
 package io.ticketd.client;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -47,7 +48,22 @@ public final class TicketdSequence {
         final long n;
         /** The index whose taker starts the next refill; -1: none. Written before the block is published. */
         long trigger;
-        final AtomicLong used = new AtomicLong();
+        /** IDs taken so far (may run past n), added to through USED: a field of the block itself. */
+        volatile long used;
+        static final VarHandle USED;
+
+        static {
+            try {
+                USED = MethodHandles.lookup().findVarHandle(Block.class, "used", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        /** Adds want to used, returning the value before. */
+        long getAndAdd(long want) {
+            return (long) USED.getAndAdd(this, want);
+        }
 
         Block(long first, long n, long trigger) {
             this.first = first;
@@ -60,12 +76,12 @@ public final class TicketdSequence {
          * it is set back to n (still used up) so that 2^64 of growth can never wrap it below n.
          */
         void usedUp(long i) {
-            if (Long.compareUnsigned(i, COUNTER_RESET) >= 0) used.set(n);
+            if (Long.compareUnsigned(i, COUNTER_RESET) >= 0) used = n;
         }
 
         /** Cuts up to want IDs as a range, or null if the block is used up. */
         Range take(long want) {
-            long i = used.getAndAdd(want);
+            long i = getAndAdd(want);
             if (Long.compareUnsigned(i, n) >= 0) {
                 usedUp(i);
                 return null;
@@ -81,7 +97,7 @@ public final class TicketdSequence {
         }
 
         long taken() {
-            long u = used.get();
+            long u = used;
             return Long.compareUnsigned(u, n) < 0 ? u : n;
         }
 
@@ -134,7 +150,7 @@ public final class TicketdSequence {
      */
     public long next() {
         Block b = cur;
-        long i = b.used.getAndIncrement();
+        long i = b.getAndAdd(1);
         if (i >= 0 && i < b.n) {
             if (i == b.trigger) prefetch();
             return b.first + i;

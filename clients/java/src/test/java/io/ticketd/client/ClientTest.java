@@ -209,7 +209,7 @@ class ClientTest {
         }
         // Without the CA the server is not trusted: a transport failure on every attempt.
         StandIn tls2 = new StandIn(backend, "tls", 4, Pem.context(null, dir.resolve("node.pem"), dir.resolve("node.key")));
-        try (tls2; TicketdClient c = TicketdClient.builder().endpoints(tls2.url()).callTimeout(Duration.ofMillis(500)).build()) {
+        try (tls2; TicketdClient c = TicketdClient.builder().endpoints(tls2.url()).callTimeout(Duration.ofSeconds(3)).build()) {
             UnavailableException e = assertThrows(UnavailableException.class, () -> c.reserve("orders", 1));
             assertTrue(e.getMessage().contains("SSL") || e.getMessage().contains("PKIX") || e.getMessage().contains("certificat"), e.getMessage());
         }
