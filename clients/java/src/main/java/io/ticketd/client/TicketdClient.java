@@ -607,9 +607,9 @@ public final class TicketdClient implements AutoCloseable {
         }
         HttpResponse<String> resp;
         try {
-            // The request's own timeout bounds the exchange; the extra second only guards against a
-            // JDK that misses it.
-            resp = f.get(timeoutNanos + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
+            // The request's timeout covers the answer's headers; this one the whole exchange, body
+            // included (a node stopped mid-body), so that an attempt never outlasts its bound.
+            resp = f.get(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             f.cancel(true);
             Thread.currentThread().interrupt();
