@@ -424,25 +424,17 @@ public final class TicketdClient implements AutoCloseable {
         }
     }
 
-    /** Starts a background thread named ticketd-{what}-N; null when the client is closed. */
+    /**
+     * Starts a background thread named ticketd-{what}-N; null when the client is closed. A thread
+     * stays in the set until it is seen dead (pruned here), never removed by itself: one that removed
+     * itself just before ending could be missed by close(), which joins the set.
+     */
     Thread startBackground(String what, Runnable r) {
         lock.lock();
         try {
             if (closed) return null;
-            Thread[] self = new Thread[1];
-            Thread t = new Thread(() -> {
-                try {
-                    r.run();
-                } finally {
-                    lock.lock();
-                    try {
-                        background.remove(self[0]);
-                    } finally {
-                        lock.unlock();
-                    }
-                }
-            }, "ticketd-" + what + "-" + threadSeq.incrementAndGet());
-            self[0] = t;
+            background.removeIf(t -> !t.isAlive());
+            Thread t = new Thread(r, "ticketd-" + what + "-" + threadSeq.incrementAndGet());
             t.setDaemon(true);
             background.add(t);
             t.start();
@@ -456,7 +448,7 @@ public final class TicketdClient implements AutoCloseable {
     int backgroundThreads() {
         lock.lock();
         try {
-            return background.size();
+            return (int) background.stream().filter(Thread::isAlive).count();
         } finally {
             lock.unlock();
         }
