@@ -511,6 +511,9 @@ public final class TicketdClient implements AutoCloseable {
                 try {
                     a = attempt(endpoints.get(idx), method, path, body, Math.min(attemptNanos, remaining));
                 } catch (TransportFailure f) {
+                    // A timeout cut short by the call's deadline is the deadline's doing, not the
+                    // endpoint's: the failure before it says more (the Go SDK's rule).
+                    if (remaining(deadline) <= 0 && last != null) throw unavailable(last);
                     last = f.error;
                     if (onFailure != null) onFailure.accept(last);
                     continue;
