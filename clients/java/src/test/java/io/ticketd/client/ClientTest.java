@@ -213,6 +213,19 @@ class ClientTest {
             UnavailableException e = assertThrows(UnavailableException.class, () -> c.reserve("orders", 1));
             assertTrue(e.getMessage().contains("SSL") || e.getMessage().contains("PKIX") || e.getMessage().contains("certificat"), e.getMessage());
         }
+        // Mutual TLS: a node that needs a client certificate signed by the CA.
+        run(dir, "openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "client.key");
+        run(dir, "openssl", "req", "-new", "-key", "client.key", "-subj", "/CN=client", "-out", "client.csr");
+        run(dir, "openssl", "x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-out", "client.pem");
+        StandIn mtls = new StandIn(backend, "mtls", 5, Pem.context(dir.resolve("ca.pem"), dir.resolve("node.pem"), dir.resolve("node.key")), true);
+        try (mtls; TicketdClient c = TicketdClient.builder().endpoints(mtls.url()).caFile(dir.resolve("ca.pem"))
+            .clientCertificate(dir.resolve("client.pem"), dir.resolve("client.key")).build();
+             TicketdClient anonymous = TicketdClient.builder().endpoints(mtls.url()).caFile(dir.resolve("ca.pem"))
+                 .callTimeout(Duration.ofSeconds(2)).build()) {
+            assertEquals(new Range(4, 5), c.reserve("orders", 2), "an RSA PKCS#8 client key, accepted");
+            assertThrows(UnavailableException.class, () -> anonymous.reserve("orders", 1), "no client certificate: refused");
+        }
         // PKCS#1 keys are refused with a way out.
         Files.writeString(dir.resolve("rsa1.pem"), "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n");
         Exception e = assertThrows(Exception.class, () -> Pem.privateKey(dir.resolve("rsa1.pem")));

@@ -3,6 +3,7 @@ package io.ticketd.client;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsParameters;
 import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -21,6 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
 
 /**
  * An in-process stand-in for one ticketd node, speaking the HTTP contract of the routes the Java
@@ -72,13 +74,25 @@ final class StandIn implements AutoCloseable {
     }
 
     StandIn(Backend backend, String node, int workerId, SSLContext tls) throws IOException {
+        this(backend, node, workerId, tls, false);
+    }
+
+    /** With tls, a HTTPS node; needClientAuth: it refuses clients without a certificate its context trusts. */
+    StandIn(Backend backend, String node, int workerId, SSLContext tls, boolean needClientAuth) throws IOException {
         this.backend = backend;
         this.node = node;
         this.workerId = workerId;
         InetSocketAddress addr = new InetSocketAddress("127.0.0.1", 0);
         if (tls != null) {
             HttpsServer s = HttpsServer.create(addr, 64);
-            s.setHttpsConfigurator(new HttpsConfigurator(tls));
+            s.setHttpsConfigurator(new HttpsConfigurator(tls) {
+                @Override
+                public void configure(HttpsParameters params) {
+                    SSLParameters sp = tls.getDefaultSSLParameters();
+                    sp.setNeedClientAuth(needClientAuth);
+                    params.setSSLParameters(sp);
+                }
+            });
             server = s;
         } else {
             server = HttpServer.create(addr, 64);
