@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -69,6 +70,8 @@ public final class TicketdClient implements AutoCloseable {
     /** Dropped by close(), so that JDK 17's HttpClient (which has no close) can end its selector thread. */
     private volatile HttpClient http;
     private final ExecutorService httpExecutor;
+    /** The executor's threads: close() joins them, as awaitTermination returns before they have ended. */
+    private final Set<Thread> httpThreads = ConcurrentHashMap.newKeySet();
     private final String auth;
     final long attemptNanos;
     final long callNanos;
@@ -99,6 +102,7 @@ public final class TicketdClient implements AutoCloseable {
         this.httpExecutor = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "ticketd-http-" + n.incrementAndGet());
             t.setDaemon(true);
+            httpThreads.add(t);
             return t;
         });
         HttpClient.Builder hb = HttpClient.newBuilder()
@@ -398,6 +402,7 @@ public final class TicketdClient implements AutoCloseable {
         httpExecutor.shutdownNow();
         try {
             httpExecutor.awaitTermination(10, TimeUnit.SECONDS);
+            for (Thread t : httpThreads) t.join(TimeUnit.SECONDS.toMillis(10));
         } catch (InterruptedException e) {
             interrupted = true;
         }
