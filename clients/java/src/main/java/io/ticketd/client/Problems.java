@@ -1,0 +1,64 @@
+package io.ticketd.client;
+
+import java.util.Map;
+
+/** Types a non-2xx answer from its status and RFC 9457 problem document. */
+final class Problems {
+    static final String PREFIX = "urn:ticketd:problem:";
+
+    private Problems() {}
+
+    static TicketdException typed(TicketdClient.Answer a) {
+        int status = a.status();
+        String type = "";
+        String title = "";
+        String detail = "";
+        long clockBehind = 0;
+        try {
+            Object doc = Json.parse(a.body());
+            if (doc instanceof Map) {
+                Map<String, Object> m = Json.object(doc, "problem");
+                type = Json.optString(m, "type");
+                title = Json.optString(m, "title");
+                detail = Json.optString(m, "detail");
+                Object cb = m.get("clock_behind_ms");
+                if (cb instanceof Long) clockBehind = (Long) cb;
+            }
+        } catch (IllegalArgumentException e) {
+            // not JSON (a proxy's page): keep the start of the body as the detail
+            String b = a.body().strip();
+            detail = b.length() > 200 ? b.substring(0, 200) + "..." : b;
+        }
+        String ep = a.endpoint().base();
+        String msg = "ticketd: " + ep + " answered " + status + (title.isEmpty() ? "" : " " + title)
+            + (type.isEmpty() ? "" : " (" + type + ")") + (detail.isEmpty() ? "" : ": " + detail);
+        String kind = type.startsWith(PREFIX) ? type.substring(PREFIX.length()) : "";
+        switch (status) {
+            case 400:
+            case 413:
+                return new InvalidArgumentException(msg, status, type, detail, ep, null);
+            case 401:
+                return new UnauthorizedException(msg, status, type, detail, ep, null);
+            case 403:
+                return new ForbiddenException(msg, status, type, detail, ep, null);
+            case 404:
+                if (kind.equals("sequence-not-found") || kind.equals("namespace-not-found") || kind.equals("member-not-found")) {
+                    return new NotFoundException(msg, status, type, detail, ep, null);
+                }
+                return new TicketdException(msg, status, type, detail, ep, null);
+            case 409:
+                if (kind.equals("sequence-exhausted") || kind.equals("timestamp-exhausted")) {
+                    return new ExhaustedException(msg, status, type, detail, ep, null);
+                }
+                return new ConflictException(msg, status, type, detail, ep, null);
+            case 503:
+                if (kind.equals("clock-behind")) {
+                    return new ClockBehindException(msg, status, type, detail, ep, null, clockBehind);
+                }
+                return new UnavailableException(msg, status, type, detail, ep, null);
+            default:
+                if (TicketdClient.retryable(status)) return new UnavailableException(msg, status, type, detail, ep, null);
+                return new TicketdException(msg, status, type, detail, ep, null);
+        }
+    }
+}

@@ -1,0 +1,424 @@
+package io.ticketd.client;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * Snowflake IDs made by the servers ({@code POST /v1/namespaces/{name}/ids}), buffered; the Go SDK's
+ * {@code SnowflakeRemote}. The same double buffer as a sequence's: the batch being handed out, cut
+ * with one atomic add, and at most one batch fetched ahead when fewer than the low-water mark are
+ * left. Fetches go to any node (a random first one, then the node after the one that served); a
+ * node that answered with {@code Retry-After} (503 clock-behind among others) is not asked again
+ * until then, one that failed at the transport rests for the longest backoff. Every answer is
+ * checked before use: exactly the count asked, strictly increasing, this namespace, and above every
+ * ID already received under its worker id; a bad one is refused and the next node asked.
+ * IDs of one batch increase; across batches (nodes) only uniqueness is promised.
+ */
+public final class SnowflakeRemote implements AutoCloseable {
+    /** A batch: ids[0..n) cut by the block's counter. */
+    static final class Batch {
+        final TicketdSequence.Block block;
+        final long[] ids;
+
+        Batch(long[] ids, long trigger) {
+            this.block = new TicketdSequence.Block(0, ids.length, trigger);
+            this.ids = ids;
+        }
+    }
+
+    static final class Fetch {
+        final CountDownLatch done = new CountDownLatch(1);
+        volatile TicketdException err;
+        TicketdException lastErr; // guarded by lock
+        Thread thread;
+    }
+
+    private final TicketdClient client;
+    private final String ns;
+    private final String path;
+    private final int batch;
+    private final int lowWater;
+
+    private volatile Batch cur = new Batch(new long[0], -1);
+
+    private final java.util.concurrent.locks.ReentrantLock lock = new java.util.concurrent.locks.ReentrantLock();
+    private Batch nxt;
+    private Fetch inflight;
+    private boolean closed;
+    private int rr;
+    private final long[] skipUntil; // per endpoint, System.nanoTime(); 0: not skipped
+    private final Map<Long, Long> highest = new HashMap<>(); // per worker id
+    private long fetches;
+    private long failures;
+    private long refused;
+    private long waits;
+
+    SnowflakeRemote(TicketdClient client, String ns, int batch, int lowWater) {
+        this.client = client;
+        this.ns = ns;
+        this.path = "/v1/namespaces/" + ns + "/ids";
+        this.batch = batch;
+        this.lowWater = lowWater;
+        this.skipUntil = new long[client.endpoints.size()];
+        this.rr = ThreadLocalRandom.current().nextInt(client.endpoints.size()); // spread many processes' first fetches
+    }
+
+    public String namespace() { return ns; }
+
+    /** One ID: an atomic add while IDs are buffered; else waits up to the call timeout. */
+    public long next() {
+        Batch b = cur;
+        long i = b.block.getAndAdd(1);
+        if (i >= 0 && i < b.block.n) {
+            if (i == b.block.trigger) prefetch();
+            return b.ids[(int) i];
+        }
+        b.block.usedUp(i);
+        return takeSlow(1, new long[1], 0)[0];
+    }
+
+    /** n IDs (1 to 10,000), increasing within each batch they come from. */
+    public long[] nextN(int n) {
+        if (n < 1 || n > TicketdClient.MAX_SNOWFLAKE_IDS) {
+            throw new InvalidArgumentException("nextN: n must be between 1 and " + TicketdClient.MAX_SNOWFLAKE_IDS + ", got " + n);
+        }
+        long[] out = new long[n];
+        Batch b = cur;
+        Range r = b.block.take(n);
+        int got = 0;
+        if (r != null) {
+            if (b.block.crossesTrigger(r)) prefetch();
+            got = (int) r.size();
+            System.arraycopy(b.ids, (int) r.first(), out, 0, got);
+            if (got == n) return out;
+        }
+        return takeSlow(n - got, out, got);
+    }
+
+    private long[] takeSlow(long want, long[] out, int filled) {
+        boolean waited = false;
+        long deadline = 0;
+        while (true) {
+            Fetch f;
+            lock.lock();
+            try {
+                while (want > 0) {
+                    int got = takeLocked(want, out, filled);
+                    if (got == 0) break;
+                    filled += got;
+                    want -= got;
+                }
+                if (want == 0) return out;
+                if (closed) throw new ClosedException("ticketd: client closed");
+                f = inflight;
+                if (f == null && (f = startFetchLocked(want)) == null) throw new ClosedException("ticketd: client closed");
+                if (!waited) {
+                    waited = true;
+                    waits++;
+                    deadline = client.deadline();
+                }
+            } finally {
+                lock.unlock();
+            }
+            boolean done;
+            try {
+                done = f.done.await(Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                if (client.isClosed()) throw new ClosedException("ticketd: client closed");
+                throw new UnavailableException("ticketd: interrupted while waiting for Snowflake IDs of \"" + ns + "\"", e);
+            }
+            if (done) {
+                TicketdException err = f.err;
+                if (err != null) throw err;
+                continue;
+            }
+            if (client.isClosed()) throw new ClosedException("ticketd: client closed");
+            TicketdException last;
+            lock.lock();
+            try {
+                last = f.lastErr;
+            } finally {
+                lock.unlock();
+            }
+            if (last instanceof ClockBehindException) {
+                ClockBehindException cb = (ClockBehindException) last;
+                throw new ClockBehindException("ticketd: unavailable: no node could serve Snowflake IDs of \"" + ns
+                    + "\" within the call timeout; last failure: " + cb.getMessage(), cb.status(), cb.problemType(),
+                    cb.detail(), cb.endpoint(), cb, cb.behindMillis());
+            }
+            throw client.unavailable(last);
+        }
+    }
+
+    /** Copies up to want IDs into out at filled, moving to the batch fetched ahead when needed; 0 if none. */
+    private int takeLocked(long want, long[] out, int filled) {
+        while (true) {
+            Batch b = cur;
+            Range r = b.block.take(want);
+            if (r != null) {
+                if (b.block.crossesTrigger(r)) prefetchLocked();
+                System.arraycopy(b.ids, (int) r.first(), out, filled, (int) r.size());
+                return (int) r.size();
+            }
+            if (nxt == null) return 0;
+            Batch nb = nxt;
+            nxt = null;
+            nb.block.trigger = lowWater > 0 ? Math.max(nb.block.n - lowWater, 0) : -1;
+            cur = nb;
+        }
+    }
+
+    private void prefetch() {
+        lock.lock();
+        try {
+            prefetchLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void prefetchLocked() {
+        if (inflight == null && nxt == null && !closed) startFetchLocked(0);
+    }
+
+    private Fetch startFetchLocked(long want) {
+        int count = (int) Math.max(batch, Math.min(want, TicketdClient.MAX_SNOWFLAKE_IDS));
+        Fetch f = new Fetch();
+        if (closed) return null;
+        Thread t = client.startBackground("snowflake-" + ns, () -> runFetch(f, count));
+        if (t == null) return null;
+        f.thread = t;
+        inflight = f;
+        return f;
+    }
+
+    private void runFetch(Fetch f, int count) {
+        Consumer<TicketdException> onFailure = e -> {
+            lock.lock();
+            try {
+                f.lastErr = e;
+                failures++;
+            } finally {
+                lock.unlock();
+            }
+        };
+        TicketdException err = null;
+        Batch b = null;
+        try {
+            b = fetch(count, onFailure);
+        } catch (TicketdException e) {
+            err = e;
+        } catch (RuntimeException e) {
+            err = new TicketdException("ticketd: fetching Snowflake IDs of \"" + ns + "\" failed: " + e, 0, "", "", "", e);
+        }
+        lock.lock();
+        try {
+            if (closed || client.isClosed()) {
+                err = new ClosedException("ticketd: client closed");
+            } else if (err == null) {
+                nxt = b;
+            }
+            f.err = err;
+            inflight = null;
+        } finally {
+            lock.unlock();
+        }
+        f.done.countDown();
+    }
+
+    /** Goes round the nodes until one gives a valid batch, a final error, or the client closes. */
+    private Batch fetch(int count, Consumer<TicketdException> onFailure) {
+        List<TicketdClient.Endpoint> eps = client.endpoints;
+        String body = "{\"count\":" + count + "}";
+        for (int round = 1; ; round++) {
+            int start;
+            lock.lock();
+            try {
+                start = rr;
+            } finally {
+                lock.unlock();
+            }
+            for (int k = 0; k < eps.size(); k++) {
+                int idx = (start + k) % eps.size();
+                if (skipped(idx) > 0) continue;
+                if (client.isClosed() || isClosed()) throw new ClosedException("ticketd: client closed");
+                TicketdClient.Answer a;
+                try {
+                    a = client.attempt(eps.get(idx), "POST", path, body, client.attemptNanos);
+                } catch (TicketdClient.TransportFailure tf) {
+                    if (eps.size() > 1) skip(idx, client.maxBackoffNanos);
+                    onFailure.accept(tf.error);
+                    continue;
+                }
+                if (a.status() / 100 == 2) {
+                    try {
+                        return accept(idx, a, count);
+                    } catch (TicketdException e) {
+                        onFailure.accept(e);
+                        continue;
+                    }
+                }
+                TicketdException e = Problems.typed(a);
+                boolean routeUnknown = "urn:ticketd:problem:route-not-found".equals(e.problemType()) || a.status() == 405;
+                if (!TicketdClient.retryable(a.status()) && !routeUnknown) throw e;
+                if (a.retryAfterNanos() > 0) skip(idx, Math.min(a.retryAfterNanos(), TicketdClient.MAX_RETRY_AFTER_NANOS));
+                onFailure.accept(e);
+            }
+            long wait = Math.max(client.backoffNanos(round), soonestAllowed());
+            if (client.sleepUnlessClosed(wait)) throw new ClosedException("ticketd: client closed");
+        }
+    }
+
+    private void skip(int idx, long nanos) {
+        lock.lock();
+        try {
+            skipUntil[idx] = System.nanoTime() + nanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private long skipped(int idx) {
+        lock.lock();
+        try {
+            return skipUntil[idx] == 0 ? 0 : Math.max(skipUntil[idx] - System.nanoTime(), 0);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** How long until some node may be asked again (0: one may now). */
+    private long soonestAllowed() {
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            long soonest = Long.MAX_VALUE;
+            for (long t : skipUntil) {
+                long d = t == 0 ? 0 : t - now;
+                if (d <= 0) return 0;
+                soonest = Math.min(soonest, d);
+            }
+            return soonest == Long.MAX_VALUE ? 0 : soonest;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Checks a node's answer as the Go SDK's accept(): namespace, count, increasing, above the worker's last. */
+    private Batch accept(int idx, TicketdClient.Answer a, int count) {
+        String base = a.endpoint().base();
+        long[] ids;
+        long worker;
+        String answeredNs;
+        try {
+            Map<String, Object> m = Json.object(Json.parse(a.body()), "the answer");
+            answeredNs = Json.getString(m, "namespace");
+            worker = Json.getLong(m, "worker_id");
+            List<?> raw = Json.getArray(m, "ids");
+            ids = new long[raw.size()];
+            for (int k = 0; k < ids.length; k++) {
+                if (!(raw.get(k) instanceof Long)) throw new IllegalArgumentException("ids[" + k + "] is not an int64");
+                ids[k] = (Long) raw.get(k);
+            }
+        } catch (IllegalArgumentException e) {
+            throw refuse(base, "the answer is not the expected JSON: " + e.getMessage());
+        }
+        if (!answeredNs.equals(ns)) throw refuse(base, "the answer is for namespace \"" + answeredNs + "\"");
+        if (ids.length != count) throw refuse(base, ids.length + " IDs for " + count + " asked");
+        for (int k = 0; k < ids.length; k++) {
+            if (ids[k] < 0 || (k > 0 && ids[k] <= ids[k - 1])) throw refuse(base, "ID " + ids[k] + " at " + k + " does not increase");
+        }
+        lock.lock();
+        try {
+            Long h = highest.get(worker);
+            if (worker >= 0 && h != null && ids[0] <= h) {
+                refused++;
+                throw new TicketdException("ticketd: " + base + " answered Snowflake IDs of \"" + ns + "\" from " + ids[0]
+                    + " under worker id " + worker + ", not above " + h + ", an ID already received under it; refused",
+                    a.status(), "", "", base, null);
+            }
+            if (worker >= 0) highest.put(worker, ids[ids.length - 1]);
+            fetches++;
+            rr = (idx + 1) % client.endpoints.size();
+        } finally {
+            lock.unlock();
+        }
+        return new Batch(ids, -1);
+    }
+
+    private TicketdException refuse(String base, String why) {
+        lock.lock();
+        try {
+            refused++;
+        } finally {
+            lock.unlock();
+        }
+        return new TicketdException("ticketd: " + base + " answered Snowflake IDs of \"" + ns + "\" that are refused: " + why,
+            0, "", "", base, null);
+    }
+
+    private boolean isClosed() {
+        lock.lock();
+        try {
+            return closed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Drops the buffer; later calls throw ClosedException. */
+    void closeCache() {
+        lock.lock();
+        try {
+            closed = true;
+            nxt = null;
+            cur = new Batch(new long[0], -1);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Drops the buffer and waits for the fetch in flight (the client's close does this too). */
+    @Override
+    public void close() {
+        Fetch f;
+        lock.lock();
+        try {
+            f = inflight;
+        } finally {
+            lock.unlock();
+        }
+        closeCache();
+        if (f != null && f.thread != null) {
+            f.thread.interrupt();
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    f.done.await();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+    }
+
+    public record Stats(long cached, boolean fetching, long fetches, long failures, long refused, long waits, int batch) {}
+
+    public Stats stats() {
+        lock.lock();
+        try {
+            long cached = cur.block.remaining() + (nxt == null ? 0 : nxt.block.n);
+            return new Stats(cached, inflight != null, fetches, failures, refused, waits, batch);
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,654 @@
+package io.ticketd.client;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.time.Duration;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import javax.net.ssl.SSLContext;
+
+/**
+ * A client of a ticketd cluster: uncached reservations ({@link #reserve}), cached sequences
+ * ({@link #sequence}) and server-made Snowflake IDs ({@link #snowflake}). Make one per process with
+ * {@link #builder()}, share it between threads (platform or virtual), and close it when done:
+ * {@link #close()} stops every background refill and waits for it.
+ *
+ * <p>A call goes to the endpoint that answered last, then to the others in turn; a follower that
+ * names the leader ({@code X-Ticketd-Leader}) sends the next calls there, if that address is one of
+ * the endpoints (the client only ever sends where it was told). When a whole round fails it waits —
+ * exponential backoff with full jitter, the k-th wait uniform in {@code [0, min(max, min·2^(k-1))]},
+ * never less than a {@code Retry-After} asked for (capped at 30 s) — and goes round again until the
+ * call timeout, then throws {@link UnavailableException} with the last failure as its cause.
+ * Transport errors, attempt timeouts, 429, 500, 502, 503, 504 are retried; every other answer is
+ * final and typed (see {@link TicketdException}'s subclasses).
+ *
+ * <p>Nothing here holds a monitor ({@code synchronized}) across blocking I/O: locks are
+ * {@link ReentrantLock}s, waits are latches and futures, so virtual threads are never pinned.
+ */
+public final class TicketdClient implements AutoCloseable {
+    /** The library's version, as the conformance driver reports it. */
+    public static final String VERSION = "0.1.0";
+
+    static final String LEADER_HEADER = "X-Ticketd-Leader";
+    static final long MAX_RESERVE_COUNT = 10_000_000L;
+    static final int MAX_SNOWFLAKE_IDS = 10_000;
+    static final long MAX_RETRY_AFTER_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
+    record Endpoint(String base, String host) {}
+
+    /** One HTTP answer of any status. */
+    record Answer(Endpoint endpoint, int status, String body, String leader, long retryAfterNanos) {}
+
+    final List<Endpoint> endpoints;
+    /** Dropped by close(), so that JDK 17's HttpClient (which has no close) can end its selector thread. */
+    private volatile HttpClient http;
+    private final ExecutorService httpExecutor;
+    /** The executor's threads: close() joins them, as awaitTermination returns before they have ended. */
+    private final Set<Thread> httpThreads = ConcurrentHashMap.newKeySet();
+    private final String auth;
+    final long attemptNanos;
+    final long callNanos;
+    final long minBackoffNanos;
+    final long maxBackoffNanos;
+
+    /** Index of the endpoint that answered last (or the leader it named). */
+    private final AtomicInteger preferred = new AtomicInteger();
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final CountDownLatch closedLatch = new CountDownLatch(1);
+    private volatile boolean closed;
+    private final Set<Thread> background = new HashSet<>();
+    private final List<TicketdSequence> sequences = new ArrayList<>();
+    private final List<SnowflakeRemote> remotes = new ArrayList<>();
+    private final AtomicInteger threadSeq = new AtomicInteger();
+
+    private TicketdClient(Builder b, List<Endpoint> eps, SSLContext ssl) {
+        this.endpoints = List.copyOf(eps);
+        this.auth = b.token == null || b.token.isEmpty() ? null : "Bearer " + b.token;
+        this.attemptNanos = b.attemptTimeout.toNanos();
+        this.callNanos = b.callTimeout.toNanos();
+        this.minBackoffNanos = b.minBackoff.toNanos();
+        this.maxBackoffNanos = b.maxBackoff.toNanos();
+        AtomicInteger n = new AtomicInteger();
+        // Our own executor, so that the HttpClient's worker threads are named ticketd-http-* and
+        // stopped by close() (JDK 17's HttpClient has no close of its own).
+        this.httpExecutor = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "ticketd-http-" + n.incrementAndGet());
+            t.setDaemon(true);
+            httpThreads.add(t);
+            return t;
+        });
+        HttpClient.Builder hb = HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(b.attemptTimeout)
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .executor(httpExecutor);
+        if (ssl != null) hb.sslContext(ssl);
+        this.http = hb.build();
+    }
+
+    /** A builder whose endpoints, token and CA default to TICKETD_ADDR, TICKETD_TOKEN, TICKETD_CA. */
+    public static Builder builder() { return new Builder(); }
+
+    /** Options of a client. Every setter validates; {@link #build()} throws {@link InvalidArgumentException}. */
+    public static final class Builder {
+        private final List<String> endpoints = new ArrayList<>();
+        private String token = System.getenv("TICKETD_TOKEN");
+        private Path caFile = envPath("TICKETD_CA");
+        private Path certFile;
+        private Path keyFile;
+        private SSLContext sslContext;
+        private Duration attemptTimeout = Duration.ofSeconds(5);
+        private Duration callTimeout = Duration.ofSeconds(30);
+        private Duration minBackoff = Duration.ofMillis(50);
+        private Duration maxBackoff = Duration.ofSeconds(2);
+
+        private Builder() {}
+
+        private static Path envPath(String name) {
+            String v = System.getenv(name);
+            return v == null || v.isBlank() ? null : Path.of(v);
+        }
+
+        /** Base URLs ({@code http(s)://host:port}); each may be a comma-separated list. Default: TICKETD_ADDR. */
+        public Builder endpoints(String... urls) {
+            for (String u : urls) {
+                for (String part : u.split(",")) {
+                    if (!part.isBlank()) endpoints.add(part.trim());
+                }
+            }
+            return this;
+        }
+
+        /** {@code Authorization: Bearer <token>} on every request (visible ASCII). Default: TICKETD_TOKEN. */
+        public Builder bearerToken(String token) {
+            this.token = token;
+            return this;
+        }
+
+        /** PEM file of the CA certificates to trust for https endpoints. Default: TICKETD_CA, else the JDK's roots. */
+        public Builder caFile(Path pem) {
+            this.caFile = pem;
+            return this;
+        }
+
+        /** A client certificate (PEM chain) and its key (PEM, unencrypted PKCS#8: RSA, EC or Ed25519). */
+        public Builder clientCertificate(Path certPem, Path keyPem) {
+            this.certFile = certPem;
+            this.keyFile = keyPem;
+            return this;
+        }
+
+        /** Your own SSLContext (exclusive with caFile / clientCertificate). */
+        public Builder sslContext(SSLContext ctx) {
+            this.sslContext = ctx;
+            return this;
+        }
+
+        /** Timeout of one HTTP attempt to one endpoint. Default 5 s. */
+        public Builder attemptTimeout(Duration d) {
+            this.attemptTimeout = d;
+            return this;
+        }
+
+        /** Bound of a whole call, retries included; an empty sequence cache waits at most this. Default 30 s. */
+        public Builder callTimeout(Duration d) {
+            this.callTimeout = d;
+            return this;
+        }
+
+        /** Bounds of the waits between rounds over the endpoints. Default 50 ms, 2 s. */
+        public Builder backoff(Duration min, Duration max) {
+            this.minBackoff = min;
+            this.maxBackoff = max;
+            return this;
+        }
+
+        public TicketdClient build() {
+            List<String> urls = new ArrayList<>(endpoints);
+            if (urls.isEmpty()) {
+                String env = System.getenv("TICKETD_ADDR");
+                if (env != null) new Builder().endpoints(env).endpoints.forEach(urls::add);
+            }
+            if (urls.isEmpty()) {
+                throw new InvalidArgumentException("no endpoints: pass builder().endpoints(\"http://127.0.0.1:8080\") or set TICKETD_ADDR");
+            }
+            Set<String> seen = new LinkedHashSet<>();
+            List<Endpoint> eps = new ArrayList<>();
+            boolean https = false;
+            for (String u : urls) {
+                Endpoint e = parseEndpoint(u);
+                https |= e.base.startsWith("https:");
+                if (seen.add(e.base)) eps.add(e);
+            }
+            if (token != null && !token.isEmpty()) {
+                for (int i = 0; i < token.length(); i++) {
+                    char c = token.charAt(i);
+                    if (c < 0x21 || c > 0x7e) {
+                        throw new InvalidArgumentException("bearer token has character U+" + Integer.toHexString(c) + " at " + i + "; only visible ASCII is allowed");
+                    }
+                }
+            }
+            requirePositive("attemptTimeout", attemptTimeout);
+            requirePositive("callTimeout", callTimeout);
+            requirePositive("backoff min", minBackoff);
+            if (maxBackoff == null || maxBackoff.compareTo(minBackoff) < 0) {
+                throw new InvalidArgumentException("backoff: want 0 < min <= max, got min " + minBackoff + ", max " + maxBackoff);
+            }
+            if ((certFile == null) != (keyFile == null)) {
+                throw new InvalidArgumentException("clientCertificate: both the certificate and the key are needed");
+            }
+            if (sslContext != null && certFile != null) {
+                throw new InvalidArgumentException("sslContext and clientCertificate are exclusive: put the key in your SSLContext");
+            }
+            SSLContext ssl = sslContext;
+            if (ssl == null && (caFile != null || certFile != null) && https) {
+                try {
+                    ssl = Pem.context(caFile, certFile, keyFile);
+                } catch (IOException | GeneralSecurityException e) {
+                    throw new InvalidArgumentException("TLS files: " + e.getMessage(), e);
+                }
+            }
+            return new TicketdClient(this, eps, ssl);
+        }
+
+        private static void requirePositive(String what, Duration d) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new InvalidArgumentException(what + " must be positive, got " + d);
+            }
+        }
+    }
+
+    static Endpoint parseEndpoint(String raw) {
+        String s = raw.strip();
+        while (s.endsWith("/")) s = s.substring(0, s.length() - 1);
+        URI u;
+        try {
+            u = new URI(s);
+        } catch (URISyntaxException e) {
+            throw new InvalidArgumentException("endpoint \"" + raw + "\" is not a URL: " + e.getMessage());
+        }
+        String scheme = u.getScheme();
+        if (!"http".equals(scheme) && !"https".equals(scheme)) {
+            throw new InvalidArgumentException("endpoint \"" + raw + "\": want an http:// or https:// base URL such as http://127.0.0.1:8080");
+        }
+        if (u.getHost() == null || u.getRawAuthority() == null) {
+            throw new InvalidArgumentException("endpoint \"" + raw + "\" has no host");
+        }
+        if (u.getRawUserInfo() != null || u.getRawQuery() != null || u.getRawFragment() != null
+            || (u.getRawPath() != null && !u.getRawPath().isEmpty())) {
+            throw new InvalidArgumentException("endpoint \"" + raw + "\": want only scheme://host[:port], without path, query or user info");
+        }
+        return new Endpoint(scheme + "://" + u.getRawAuthority(), u.getRawAuthority());
+    }
+
+    static void validateName(String what, String name) {
+        if (name == null || !NAME.matcher(name).matches()) {
+            throw new InvalidArgumentException(what + " name " + (name == null ? "null" : "\"" + name + "\"")
+                + " is invalid; use 1 to 64 of [A-Za-z0-9._-]");
+        }
+    }
+
+    // ---- public calls ----
+
+    /**
+     * Reserves {@code count} IDs (1 to 10,000,000) of a sequence, uncached, straight from the cluster.
+     * Retried over the endpoints until the call timeout; a retry after a lost answer may waste a
+     * range (a gap), never hand an ID out twice.
+     */
+    public Range reserve(String sequence, long count) {
+        ensureOpen();
+        validateName("sequence", sequence);
+        if (count < 1 || count > MAX_RESERVE_COUNT) {
+            throw new InvalidArgumentException("count must be between 1 and " + MAX_RESERVE_COUNT + ", got " + count);
+        }
+        return reserve(sequence, count, deadline(), null);
+    }
+
+    /**
+     * Creates a sequence, idempotently (an existing one with the same settings is no error).
+     * {@code start} and {@code max} of 0 take the server's defaults (1 and 2^63-1).
+     */
+    public SequenceInfo createSequence(String name, long start, long max) {
+        ensureOpen();
+        validateName("sequence", name);
+        if (name.equals(".") || name.equals("..")) throw new InvalidArgumentException("sequence name \"" + name + "\" is a dot segment");
+        if (start < 0 || max < 0) throw new InvalidArgumentException("start (" + start + ") and max (" + max + ") must not be negative; 0 takes the default");
+        if (start != 0 && max != 0 && max < start) throw new InvalidArgumentException("max " + max + " is below start " + start);
+        StringBuilder body = new StringBuilder("{");
+        if (start != 0) body.append("\"start\":").append(start);
+        if (max != 0) body.append(start != 0 ? "," : "").append("\"max\":").append(max);
+        body.append('}');
+        Answer a = call("PUT", "/v1/sequences/" + name, body.toString(), deadline(), null);
+        return sequenceInfo(a);
+    }
+
+    /** Creates a sequence with the default bounds. */
+    public SequenceInfo createSequence(String name) { return createSequence(name, 0, 0); }
+
+    /** The sequence as the server shows it. */
+    public SequenceInfo sequenceInfo(String name) {
+        ensureOpen();
+        validateName("sequence", name);
+        return sequenceInfo(call("GET", "/v1/sequences/" + name, null, deadline(), null));
+    }
+
+    /**
+     * A cached handle on a sequence (see {@link TicketdSequence}). Make one per sequence and process,
+     * and share it between threads. Sends nothing until the first {@code next()}.
+     */
+    public TicketdSequence sequence(String name) {
+        validateName("sequence", name);
+        TicketdSequence s = new TicketdSequence(this, name);
+        lock.lock();
+        try {
+            if (closed) throw new ClosedException("ticketd: client closed");
+            sequences.add(s);
+        } finally {
+            lock.unlock();
+        }
+        return s;
+    }
+
+    /** Server-made Snowflake IDs of a namespace, batches of 256 fetched ahead at half the batch. */
+    public SnowflakeRemote snowflake(String namespace) { return snowflake(namespace, 256, -1); }
+
+    /**
+     * Server-made Snowflake IDs of a namespace: {@code batch} IDs (1 to 10,000) asked of a node at
+     * once, the next batch fetched when fewer than {@code lowWater} are left (-1: half the batch; 0:
+     * only when empty).
+     */
+    public SnowflakeRemote snowflake(String namespace, int batch, int lowWater) {
+        validateName("namespace", namespace);
+        if (batch < 1 || batch > MAX_SNOWFLAKE_IDS) throw new InvalidArgumentException("batch must be between 1 and " + MAX_SNOWFLAKE_IDS + ", got " + batch);
+        if (lowWater < 0) lowWater = batch / 2;
+        if (lowWater > batch) throw new InvalidArgumentException("low-water mark " + lowWater + " is above the batch size " + batch);
+        SnowflakeRemote r = new SnowflakeRemote(this, namespace, batch, lowWater);
+        lock.lock();
+        try {
+            if (closed) throw new ClosedException("ticketd: client closed");
+            remotes.add(r);
+        } finally {
+            lock.unlock();
+        }
+        return r;
+    }
+
+    /**
+     * Stops every background refill and fetch, waits for their threads to end, drops the caches and
+     * stops the HTTP worker threads. Idempotent; later calls on the client and its handles throw
+     * {@link ClosedException}.
+     */
+    @Override
+    public void close() {
+        List<Thread> threads;
+        List<TicketdSequence> seqs;
+        List<SnowflakeRemote> rems;
+        lock.lock();
+        try {
+            closed = true;
+            threads = new ArrayList<>(background);
+            seqs = new ArrayList<>(sequences);
+            rems = new ArrayList<>(remotes);
+            sequences.clear();
+            remotes.clear();
+        } finally {
+            lock.unlock();
+        }
+        closedLatch.countDown();
+        seqs.forEach(TicketdSequence::closeCache);
+        rems.forEach(SnowflakeRemote::closeCache);
+        // A background thread blocked on an HTTP answer is interrupted: the attempt cancels its
+        // exchange and the thread ends with ClosedException.
+        threads.forEach(Thread::interrupt);
+        boolean interrupted = false;
+        for (Thread t : threads) {
+            while (t.isAlive()) {
+                try {
+                    t.join();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        http = null;
+        httpExecutor.shutdownNow();
+        try {
+            httpExecutor.awaitTermination(10, TimeUnit.SECONDS);
+            for (Thread t : httpThreads) t.join(TimeUnit.SECONDS.toMillis(10));
+        } catch (InterruptedException e) {
+            interrupted = true;
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+    }
+
+    // ---- internals shared with the handles ----
+
+    boolean isClosed() { return closed; }
+
+    void ensureOpen() {
+        if (closed) throw new ClosedException("ticketd: client closed");
+    }
+
+    long deadline() { return System.nanoTime() + callNanos; }
+
+    /** Waits up to nanos; true if the client closed meanwhile. */
+    boolean sleepUnlessClosed(long nanos) {
+        try {
+            return closedLatch.await(nanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return true;
+        }
+    }
+
+    /**
+     * Starts a background thread named ticketd-{what}-N; null when the client is closed. A thread
+     * stays in the set until it is seen dead (pruned here), never removed by itself: one that removed
+     * itself just before ending could be missed by close(), which joins the set.
+     */
+    Thread startBackground(String what, Runnable r) {
+        lock.lock();
+        try {
+            if (closed) return null;
+            background.removeIf(t -> !t.isAlive());
+            Thread t = new Thread(r, "ticketd-" + what + "-" + threadSeq.incrementAndGet());
+            t.setDaemon(true);
+            background.add(t);
+            t.start();
+            return t;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The background threads alive now (for tests). */
+    int backgroundThreads() {
+        lock.lock();
+        try {
+            return (int) background.stream().filter(Thread::isAlive).count();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One reservation, retried until deadline (Long.MAX_VALUE: until close); the answer is checked. */
+    Range reserve(String sequence, long count, long deadline, Consumer<TicketdException> onFailure) {
+        Answer a = call("POST", "/v1/sequences/" + sequence + "/ranges", "{\"count\":" + count + "}", deadline, onFailure);
+        long first;
+        long last;
+        String seq;
+        try {
+            Map<String, Object> m = Json.object(Json.parse(a.body), "the answer");
+            first = Json.getLong(m, "first");
+            last = Json.getLong(m, "last");
+            seq = Json.getString(m, "sequence");
+        } catch (IllegalArgumentException e) {
+            throw badAnswer(a, e);
+        }
+        if (!seq.equals(sequence) || first < 1 || last < first || last - first + 1 != count) {
+            throw new TicketdException("ticketd: " + a.endpoint.base + " answered range " + first + ".." + last + " of \"" + seq
+                + "\" for " + count + " IDs of \"" + sequence + "\"", a.status, "", "", a.endpoint.base, null);
+        }
+        return new Range(first, last);
+    }
+
+    private SequenceInfo sequenceInfo(Answer a) {
+        try {
+            Map<String, Object> m = Json.object(Json.parse(a.body), "the answer");
+            Object next = m.get("next");
+            return new SequenceInfo(Json.getString(m, "name"),
+                next instanceof Long ? OptionalLong.of((Long) next) : OptionalLong.empty(),
+                Json.getLong(m, "start"), Json.getLong(m, "max"), Json.getLong(m, "remaining", 0));
+        } catch (IllegalArgumentException e) {
+            throw badAnswer(a, e);
+        }
+    }
+
+    static TicketdException badAnswer(Answer a, IllegalArgumentException e) {
+        return new TicketdException("ticketd: " + a.endpoint.base + " answered with a body that is not the expected JSON: " + e.getMessage(),
+            a.status, "", "", a.endpoint.base, e);
+    }
+
+    /**
+     * Sends a request round the endpoints, starting at the preferred one, until a 2xx (returned), a
+     * final error (thrown, typed) or the deadline (UnavailableException with the last failure).
+     * onFailure sees every retried failure.
+     */
+    Answer call(String method, String path, String body, long deadline, Consumer<TicketdException> onFailure) {
+        TicketdException last = null;
+        int n = endpoints.size();
+        for (int round = 1; ; round++) {
+            long retryAfter = 0;
+            int start = preferred.get();
+            for (int k = 0; k < n; k++) {
+                int idx = (start + k) % n;
+                long remaining = remaining(deadline);
+                if (remaining <= 0) throw unavailable(last);
+                Answer a;
+                try {
+                    a = attempt(endpoints.get(idx), method, path, body, Math.min(attemptNanos, remaining));
+                } catch (TransportFailure f) {
+                    // A timeout cut short by the call's deadline is the deadline's doing, not the
+                    // endpoint's: the failure before it says more (the Go SDK's rule).
+                    if (remaining(deadline) <= 0 && last != null) throw unavailable(last);
+                    last = f.error;
+                    if (onFailure != null) onFailure.accept(last);
+                    continue;
+                }
+                if (a.status / 100 == 2) {
+                    preferred.set(leaderOr(idx, a.leader));
+                    return a;
+                }
+                TicketdException e = Problems.typed(a);
+                if (!retryable(a.status)) {
+                    preferred.set(leaderOr(idx, a.leader));
+                    throw e;
+                }
+                last = e;
+                retryAfter = Math.max(retryAfter, a.retryAfterNanos);
+                if (onFailure != null) onFailure.accept(e);
+            }
+            long remaining = remaining(deadline);
+            if (remaining <= 0) throw unavailable(last);
+            long wait = Math.max(backoffNanos(round), Math.min(retryAfter, MAX_RETRY_AFTER_NANOS));
+            if (sleepUnlessClosed(Math.min(wait, remaining))) throw new ClosedException("ticketd: client closed", last);
+        }
+    }
+
+    static long remaining(long deadline) {
+        return deadline == Long.MAX_VALUE ? Long.MAX_VALUE : deadline - System.nanoTime();
+    }
+
+    UnavailableException unavailable(TicketdException last) {
+        if (closed) throw new ClosedException("ticketd: client closed", last);
+        String msg = last == null ? "ticketd: unavailable: no endpoint answered within the call timeout"
+            : "ticketd: unavailable: no endpoint could serve within the call timeout; last failure: " + last.getMessage();
+        return last == null ? new UnavailableException(msg)
+            : new UnavailableException(msg, last.status(), last.problemType(), last.detail(), last.endpoint(), last);
+    }
+
+    /** Full jitter: the k-th wait is uniform in [0, min(max, min·2^(k-1))]. */
+    long backoffNanos(int round) {
+        long cap = minBackoffNanos << Math.min(round - 1, 30);
+        if (cap <= 0 || cap > maxBackoffNanos) cap = maxBackoffNanos;
+        return ThreadLocalRandom.current().nextLong(cap + 1);
+    }
+
+    static boolean retryable(int status) {
+        return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+    }
+
+    private int leaderOr(int idx, String leader) {
+        if (leader == null || leader.isEmpty()) return idx;
+        for (int i = 0; i < endpoints.size(); i++) {
+            if (endpoints.get(i).host.equals(leader)) return i;
+        }
+        return idx;
+    }
+
+    /** A failure before any HTTP answer: connection refused, reset, attempt timeout. */
+    static final class TransportFailure extends Exception {
+        private static final long serialVersionUID = 1L;
+        final transient UnavailableException error;
+
+        TransportFailure(UnavailableException error) {
+            super(error.getMessage(), null, false, false);
+            this.error = error;
+        }
+    }
+
+    /** One HTTP exchange with one endpoint, bounded by timeoutNanos. */
+    Answer attempt(Endpoint ep, String method, String path, String body, long timeoutNanos) throws TransportFailure {
+        HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(ep.base + path))
+            .timeout(Duration.ofNanos(Math.max(timeoutNanos, 1_000_000)))
+            .header("Accept", "application/json, application/problem+json");
+        if (body != null) {
+            rb.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
+        } else {
+            rb.method(method, HttpRequest.BodyPublishers.noBody());
+        }
+        if (auth != null) rb.header("Authorization", auth);
+        HttpClient h = http;
+        if (h == null) throw new ClosedException("ticketd: client closed");
+        CompletableFuture<HttpResponse<String>> f;
+        try {
+            f = h.sendAsync(rb.build(), HttpResponse.BodyHandlers.ofString());
+        } catch (RuntimeException e) { // the executor was shut down by close()
+            if (closed) throw new ClosedException("ticketd: client closed");
+            throw e;
+        }
+        HttpResponse<String> resp;
+        try {
+            // The request's timeout covers the answer's headers; this one the whole exchange, body
+            // included (a node stopped mid-body), so that an attempt never outlasts its bound.
+            resp = f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            Thread.currentThread().interrupt();
+            if (closed) throw new ClosedException("ticketd: client closed");
+            throw new UnavailableException("ticketd: interrupted while waiting for " + ep.base, e);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            throw transport(ep, method, path, "timed out", e);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause() == null ? e : e.getCause();
+            if (closed) throw new ClosedException("ticketd: client closed");
+            throw transport(ep, method, path, c.toString(), c);
+        }
+        String leader = resp.headers().firstValue(LEADER_HEADER).orElse("");
+        long ra = resp.statusCode() / 100 == 2 ? 0 : parseRetryAfter(resp.headers().firstValue("Retry-After").orElse(""));
+        return new Answer(ep, resp.statusCode(), resp.body() == null ? "" : resp.body(), leader, ra);
+    }
+
+    private static TransportFailure transport(Endpoint ep, String method, String path, String why, Throwable cause) {
+        return new TransportFailure(new UnavailableException("ticketd: " + method + " " + ep.base + path + ": " + why,
+            0, "", "", ep.base, cause));
+    }
+
+    /** Retry-After as delay-seconds or an HTTP date, capped at 30 s; 0 when absent or bad. */
+    static long parseRetryAfter(String v) {
+        v = v.strip();
+        if (v.isEmpty()) return 0;
+        try {
+            long s = Long.parseLong(v);
+            return s <= 0 ? 0 : Math.min(TimeUnit.SECONDS.toNanos(Math.min(s, 30)), MAX_RETRY_AFTER_NANOS);
+        } catch (NumberFormatException e) {
+            // not seconds: an HTTP date
+        }
+        try {
+            ZonedDateTime t = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
+            long d = Duration.between(ZonedDateTime.now(t.getZone()), t).toNanos();
+            return d <= 0 ? 0 : Math.min(d, MAX_RETRY_AFTER_NANOS);
+        } catch (RuntimeException e) {
+            return 0;
+        }
+    }
+}

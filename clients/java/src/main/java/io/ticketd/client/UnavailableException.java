@@ -1,0 +1,18 @@
+package io.ticketd.client;
+
+/** Nothing could be had within the call's bound: every endpoint down, no leader, 503/429/5xx answers, timeouts. The cause is the last failure. The only error worth retrying later; a sequence handle's background refill goes on retrying by itself. */
+public class UnavailableException extends TicketdException {
+    private static final long serialVersionUID = 1L;
+
+    public UnavailableException(String message, int status, String problemType, String detail, String endpoint, Throwable cause) {
+        super(message, status, problemType, detail, endpoint, cause);
+    }
+
+    UnavailableException(String message) {
+        this(message, 0, "", "", "", null);
+    }
+
+    UnavailableException(String message, Throwable cause) {
+        this(message, 0, "", "", "", cause);
+    }
+}

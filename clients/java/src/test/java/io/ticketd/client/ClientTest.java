@@ -1,0 +1,240 @@
+package io.ticketd.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ClientTest {
+    StandIn.Backend backend;
+    StandIn a;
+    StandIn b;
+
+    @BeforeEach
+    void up() throws Exception {
+        backend = new StandIn.Backend();
+        backend.create("orders", 1, Long.MAX_VALUE);
+        a = new StandIn(backend, "a", 1);
+        b = new StandIn(backend, "b", 2);
+    }
+
+    @AfterEach
+    void down() {
+        a.close();
+        b.close();
+        assertEquals(0, TestSupport.ticketdThreads(), "ticketd-* threads left after the test");
+    }
+
+    TicketdClient client(StandIn... nodes) {
+        String[] urls = new String[nodes.length];
+        for (int i = 0; i < nodes.length; i++) urls[i] = nodes[i].url();
+        return TicketdClient.builder().endpoints(urls).callTimeout(Duration.ofMillis(600))
+            .attemptTimeout(Duration.ofMillis(300)).backoff(Duration.ofMillis(5), Duration.ofMillis(40)).build();
+    }
+
+    @Test
+    void reserve_ReturnsTheServersRange() {
+        try (TicketdClient c = client(a)) {
+            assertEquals(new Range(1, 10), c.reserve("orders", 10));
+            assertEquals(new Range(11, 15), c.reserve("orders", 5));
+            SequenceInfo info = c.sequenceInfo("orders");
+            assertEquals(16, info.next().getAsLong());
+        }
+    }
+
+    @Test
+    void problems_AreTypedByProblemDocument() {
+        Object[][] cases = {
+            {400, "bad-request", InvalidArgumentException.class},
+            {413, "body-too-large", InvalidArgumentException.class},
+            {401, "unauthorized", UnauthorizedException.class},
+            {403, "forbidden", ForbiddenException.class},
+            {404, "sequence-not-found", NotFoundException.class},
+            {409, "sequence-exhausted", ExhaustedException.class},
+            {409, "conflict", ConflictException.class},
+        };
+        try (TicketdClient c = client(a)) {
+            for (Object[] k : cases) {
+                a.fail(1, (int) k[0], (String) k[1], -1);
+                TicketdException e = assertThrows(TicketdException.class, () -> c.reserve("orders", 1));
+                assertEquals(k[2], e.getClass(), "status " + k[0]);
+                assertEquals(k[0], e.status());
+                assertEquals("urn:ticketd:problem:" + k[1], e.problemType());
+                assertEquals(a.url(), e.endpoint());
+                assertEquals("canned fault", e.detail());
+            }
+            // A 404 of an unknown route is no NotFound: the library's base type, never a bare status.
+            a.fail(1, 404, "route-not-found", -1);
+            TicketdException e = assertThrows(TicketdException.class, () -> c.reserve("orders", 1));
+            assertEquals(TicketdException.class, e.getClass());
+            // Final answers are not retried: one request each.
+            assertEquals(cases.length + 1, a.requests.get());
+        }
+    }
+
+    @Test
+    void refusedBeforeSending_InvalidArgument() {
+        try (TicketdClient c = client(a)) {
+            assertThrows(InvalidArgumentException.class, () -> c.reserve("bad name", 1));
+            assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 0));
+            assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 10_000_001));
+            assertThrows(InvalidArgumentException.class, () -> c.sequence("a/b"));
+            assertEquals(0, a.requests.get());
+        }
+        assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().endpoints("ftp://x").build());
+        assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().endpoints("http://x:1/path").build());
+        assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().endpoints(a.url()).bearerToken("a b").build());
+    }
+
+    @Test
+    void unavailable_AfterTheCallTimeout_WithTheLastFailure() {
+        a.always = new StandIn.Fault(503, "unavailable", -1, null);
+        try (TicketdClient c = client(a, b)) {
+            b.always = a.always;
+            long t0 = System.nanoTime();
+            UnavailableException e = assertThrows(UnavailableException.class, () -> c.reserve("orders", 1));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(ms >= 550 && ms < 1500, "gave up after " + ms + " ms, call timeout 600 ms");
+            assertInstanceOf(UnavailableException.class, e.getCause());
+            assertEquals(503, e.status());
+            assertTrue(a.requests.get() >= 2 && b.requests.get() >= 2, "retried over both endpoints: " + a.requests + ", " + b.requests);
+        }
+    }
+
+    @Test
+    void retries_OverEndpoints_AndKeepsTheOneThatAnswered() throws Exception {
+        StandIn dead = new StandIn(backend, "dead", 3);
+        String deadUrl = dead.url();
+        dead.close(); // connection refused from now on
+        try (TicketdClient c = TicketdClient.builder().endpoints(deadUrl, a.url()).callTimeout(Duration.ofSeconds(5))
+            .backoff(Duration.ofMillis(5), Duration.ofMillis(40)).build()) {
+            a.fail(2, 503, "unavailable", -1); // the first round fails on both, the second on a once more
+            assertEquals(new Range(1, 1), c.reserve("orders", 1));
+            int before = a.requests.get();
+            assertEquals(new Range(2, 2), c.reserve("orders", 1));
+            assertEquals(before + 1, a.requests.get(), "the next call goes straight to the endpoint that answered");
+        }
+    }
+
+    @Test
+    void leaderHint_IsFollowedOnlyWhenItIsAnEndpoint() {
+        try (TicketdClient c = client(a, b)) {
+            a.leaderHint = b.host();
+            c.reserve("orders", 1); // a answers, names b
+            a.leaderHint = null;
+            c.reserve("orders", 1);
+            assertEquals(1, a.requests.get());
+            assertEquals(1, b.requests.get(), "the second call went to the leader a named");
+            b.leaderHint = "10.9.9.9:8080"; // not an endpoint: ignored
+            c.reserve("orders", 1);
+            c.reserve("orders", 1);
+            assertEquals(1, a.requests.get());
+            assertEquals(3, b.requests.get());
+        }
+    }
+
+    @Test
+    void retryAfter_IsHonoured() {
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).callTimeout(Duration.ofSeconds(5))
+            .backoff(Duration.ofMillis(1), Duration.ofMillis(2)).build()) {
+            a.fail(1, 503, "unavailable", 1);
+            long t0 = System.nanoTime();
+            c.reserve("orders", 1);
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(ms >= 950, "waited " + ms + " ms after Retry-After: 1");
+        }
+        assertEquals(TimeUnit.SECONDS.toNanos(30), TicketdClient.parseRetryAfter("120"), "capped at 30 s");
+        assertEquals(0, TicketdClient.parseRetryAfter("soon"));
+    }
+
+    @Test
+    void backoff_IsFullJitterWithinTheBounds() {
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).backoff(Duration.ofMillis(50), Duration.ofSeconds(2)).build()) {
+            for (int round = 1; round <= 12; round++) {
+                long cap = Math.min(TimeUnit.SECONDS.toNanos(2), TimeUnit.MILLISECONDS.toNanos(50) << (round - 1));
+                long max = 0;
+                for (int i = 0; i < 2000; i++) {
+                    long w = c.backoffNanos(round);
+                    assertTrue(w >= 0 && w <= cap, "round " + round + ": " + w);
+                    max = Math.max(max, w);
+                }
+                assertTrue(max > cap / 2, "round " + round + ": the waits spread up to the cap");
+            }
+        }
+    }
+
+    @Test
+    void bearerToken_IsSent() {
+        backend.token = "s3cret";
+        try (TicketdClient c = client(a)) {
+            assertThrows(UnauthorizedException.class, () -> c.reserve("orders", 1));
+        }
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).bearerToken("s3cret").build()) {
+            assertEquals(1, c.reserve("orders", 1).first());
+        }
+    }
+
+    @Test
+    void closed_CallsThrowClosed() {
+        TicketdClient c = client(a);
+        c.close();
+        c.close(); // idempotent
+        assertThrows(ClosedException.class, () -> c.reserve("orders", 1));
+        assertThrows(ClosedException.class, () -> c.sequence("orders"));
+    }
+
+    @Test
+    void https_WithACaFile(@TempDir Path dir) throws Exception {
+        // A CA and a server certificate for 127.0.0.1, made by the openssl CLI.
+        run(dir, "openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "ca.key");
+        run(dir, "openssl", "req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=test-ca", "-days", "2", "-out", "ca.pem");
+        run(dir, "openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "node.key");
+        run(dir, "openssl", "req", "-new", "-key", "node.key", "-subj", "/CN=node", "-out", "node.csr");
+        Files.writeString(dir.resolve("ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
+        run(dir, "openssl", "x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", "ext.cnf", "-out", "node.pem");
+        StandIn tls = new StandIn(backend, "tls", 4, Pem.context(null, dir.resolve("node.pem"), dir.resolve("node.key")));
+        try (tls; TicketdClient c = TicketdClient.builder().endpoints(tls.url()).caFile(dir.resolve("ca.pem")).build()) {
+            assertEquals(new Range(1, 3), c.reserve("orders", 3));
+        }
+        // Without the CA the server is not trusted: a transport failure on every attempt.
+        StandIn tls2 = new StandIn(backend, "tls", 4, Pem.context(null, dir.resolve("node.pem"), dir.resolve("node.key")));
+        try (tls2; TicketdClient c = TicketdClient.builder().endpoints(tls2.url()).callTimeout(Duration.ofSeconds(3)).build()) {
+            UnavailableException e = assertThrows(UnavailableException.class, () -> c.reserve("orders", 1));
+            assertTrue(e.getMessage().contains("SSL") || e.getMessage().contains("PKIX") || e.getMessage().contains("certificat"), e.getMessage());
+        }
+        // Mutual TLS: a node that needs a client certificate signed by the CA.
+        run(dir, "openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "client.key");
+        run(dir, "openssl", "req", "-new", "-key", "client.key", "-subj", "/CN=client", "-out", "client.csr");
+        run(dir, "openssl", "x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-out", "client.pem");
+        StandIn mtls = new StandIn(backend, "mtls", 5, Pem.context(dir.resolve("ca.pem"), dir.resolve("node.pem"), dir.resolve("node.key")), true);
+        try (mtls; TicketdClient c = TicketdClient.builder().endpoints(mtls.url()).caFile(dir.resolve("ca.pem"))
+            .clientCertificate(dir.resolve("client.pem"), dir.resolve("client.key")).build();
+             TicketdClient anonymous = TicketdClient.builder().endpoints(mtls.url()).caFile(dir.resolve("ca.pem"))
+                 .callTimeout(Duration.ofSeconds(2)).build()) {
+            assertEquals(new Range(4, 5), c.reserve("orders", 2), "an RSA PKCS#8 client key, accepted");
+            assertThrows(UnavailableException.class, () -> anonymous.reserve("orders", 1), "no client certificate: refused");
+        }
+        // PKCS#1 keys are refused with a way out.
+        Files.writeString(dir.resolve("rsa1.pem"), "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n");
+        Exception e = assertThrows(Exception.class, () -> Pem.privateKey(dir.resolve("rsa1.pem")));
+        assertTrue(e.getMessage().contains("openssl pkcs8"), e.getMessage());
+    }
+
+    static void run(Path dir, String... cmd) throws Exception {
+        Process p = new ProcessBuilder(List.of(cmd)).directory(dir.toFile()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        assertEquals(0, p.waitFor(), String.join(" ", cmd) + ": " + out);
+    }
+}

@@ -1,0 +1,125 @@
+package io.ticketd.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class SnowflakeRemoteTest {
+    StandIn.Backend backend;
+    StandIn a;
+    StandIn b;
+
+    @BeforeEach
+    void up() throws Exception {
+        backend = new StandIn.Backend();
+        backend.namespace("ev");
+        a = new StandIn(backend, "a", 1);
+        b = new StandIn(backend, "b", 2);
+    }
+
+    @AfterEach
+    void down() {
+        a.close();
+        b.close();
+        assertEquals(0, TestSupport.ticketdThreads(), "ticketd-* threads left after the test");
+    }
+
+    TicketdClient client(Duration callTimeout) {
+        return TicketdClient.builder().endpoints(a.url(), b.url()).callTimeout(callTimeout)
+            .attemptTimeout(Duration.ofMillis(300)).backoff(Duration.ofMillis(5), Duration.ofMillis(40)).build();
+    }
+
+    @Test
+    void nextAndNextN_UniqueAndIncreasingWithinABatch_PrefetchAtHalf() {
+        try (TicketdClient c = client(Duration.ofSeconds(5))) {
+            SnowflakeRemote r = c.snowflake("ev", 100, -1);
+            Set<Long> seen = new HashSet<>();
+            for (int i = 0; i < 51; i++) assertTrue(seen.add(r.next())); // crosses the low-water mark, 50 left
+            TestSupport.eventually(Duration.ofSeconds(5), () -> r.stats().cached() == 49 + 100, "the next batch fetched ahead");
+            assertEquals(1, r.stats().waits(), "only the first call waited");
+            for (int i = 0; i < 1000; i++) assertTrue(seen.add(r.next()));
+            for (int i = 0; i < 20; i++) {
+                long[] ids = r.nextN(37);
+                assertEquals(37, ids.length);
+                for (long id : ids) assertTrue(seen.add(id), "duplicate " + id);
+            }
+            assertEquals(0, r.stats().failures());
+        }
+    }
+
+    @Test
+    void clockBehind_SkipsThatNodeForRetryAfter() {
+        try (TicketdClient c = client(Duration.ofSeconds(5))) {
+            a.always = new StandIn.Fault(503, "clock-behind", 30, null);
+            SnowflakeRemote r = c.snowflake("ev", 10, 0);
+            for (int i = 0; i < 200; i++) r.next();
+            assertTrue(a.snowflakeRequests.get() <= 1, "a asked " + a.snowflakeRequests + " times within its Retry-After");
+            assertTrue(b.snowflakeRequests.get() >= 20);
+        }
+    }
+
+    @Test
+    void clockBehindEverywhere_ClockBehindException_AnUnavailable() {
+        a.always = new StandIn.Fault(503, "clock-behind", 1, null);
+        b.always = a.always;
+        try (TicketdClient c = client(Duration.ofMillis(400))) {
+            SnowflakeRemote r = c.snowflake("ev");
+            long t0 = System.nanoTime();
+            UnavailableException e = assertThrows(ClockBehindException.class, r::next);
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(ms < 1400, "bounded: " + ms + " ms");
+            assertEquals("urn:ticketd:problem:clock-behind", e.problemType());
+        }
+    }
+
+    @Test
+    void badAnswers_AreRefused_AndAnotherNodeAsked() {
+        try (TicketdClient c = client(Duration.ofSeconds(5))) {
+            String[] rewrites = {"\"namespace\":\"ev\"", "\"namespace\":\"other\"",};
+            a.snowflakeRewrite = body -> body.replace(rewrites[0], rewrites[1]);
+            b.snowflakeRewrite = body -> body.replaceFirst("\\[(\\d+),", "[$1,$1,"); // a repeated ID, one too many
+            try (TicketdClient quick = TicketdClient.builder().endpoints(a.url(), b.url()).callTimeout(Duration.ofMillis(300)).build()) {
+                SnowflakeRemote q = quick.snowflake("ev", 10, 0);
+                assertThrows(UnavailableException.class, q::next, "no node gives a valid batch");
+                assertTrue(q.stats().refused() >= 2, "refused " + q.stats().refused());
+            }
+            b.snowflakeRewrite = null;
+            int aBefore = a.snowflakeRequests.get();
+            SnowflakeRemote r = c.snowflake("ev", 10, 0);
+            Set<Long> seen = new HashSet<>();
+            for (int i = 0; i < 30; i++) assertTrue(seen.add(r.next()));
+            assertEquals(a.snowflakeRequests.get() - aBefore, r.stats().refused(), "every answer of a (wrong namespace) refused");
+            assertEquals(3, r.stats().fetches(), "30 IDs in batches of 10, all from b");
+        }
+    }
+
+    @Test
+    void notFound_IsFinal() {
+        try (TicketdClient c = client(Duration.ofSeconds(5))) {
+            SnowflakeRemote r = c.snowflake("nope");
+            assertThrows(NotFoundException.class, r::next);
+            assertEquals(1, a.snowflakeRequests.get() + b.snowflakeRequests.get());
+        }
+    }
+
+    @Test
+    void close_EndsTheFetchAndTheBuffer() {
+        a.always = new StandIn.Fault(503, "no-worker-lease", -1, null);
+        b.always = a.always;
+        TicketdClient c = client(Duration.ofMillis(200));
+        SnowflakeRemote r = c.snowflake("ev");
+        assertThrows(UnavailableException.class, r::next);
+        r.close();
+        assertThrows(ClosedException.class, r::next);
+        c.close();
+        assertEquals(0, TestSupport.ticketdThreads());
+    }
+}
