@@ -9,7 +9,8 @@
 # every unit and integration
 # test with the race detector (in-process clusters, and the tests that drive
 # the built binary as processes), redis-cli and Python's redis against the
-# Redis-protocol front, every fuzz target for a few seconds, and the
+# Redis-protocol front, the Python and Java clients' tests and the clients'
+# conformance suite, every fuzz target for a few seconds, and the
 # benchmark in smoke mode.
 #
 # Stage 2: the fault-injection suite's CI schedule (scripts/jepsen-ci.sh):
@@ -68,6 +69,16 @@ go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # of a 3-process cluster, through a leader SIGKILL; installs redis-tools and
 # python3-redis from Debian when they are missing.
 scripts/resp-clients.sh
+# The Python and Java client libraries' own unit tests, each in its runner
+# (Debian's python3-pytest; JUnit 5 through Maven with Debian's repository),
+# installed from Debian when missing.
+scripts/clients-test.sh
+# The client conformance suite (clients/conformance): the Go, Python and Java
+# libraries, each through its driver, against 3 ticketd processes while the
+# leader is killed and paused and nodes restart; no ID twice, order per
+# handle, a bounded wait, typed errors, recovery, a clean close. Then each
+# language's planted bug must be caught.
+scripts/conformance.sh
 # The alerting rules' unit tests (promtool, installed from Debian when
 # missing), the example scrape config, and the dashboard; fails when a metric,
 # label or route they name is renamed in the Go source.
