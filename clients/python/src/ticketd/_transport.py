@@ -12,7 +12,8 @@ import http.client
 import socket
 import ssl
 import threading
-from typing import Dict, List, Mapping, Optional, Set, Tuple, Union
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple, Union
 from urllib.parse import urlsplit
 
 from .errors import InvalidArgument
@@ -107,17 +108,26 @@ class Pool:
 
     def request(self, ep: Endpoint, method: str, path: str, body: Optional[bytes],
                 headers: Mapping[str, str], timeout: float) -> Answer:
-        """One HTTP exchange with ep. Raises OSError or http.client.HTTPException
-        on transport failures (timeouts included)."""
+        """One HTTP exchange with ep, whole within timeout seconds. Raises
+        OSError or http.client.HTTPException on transport failures (timeouts
+        included)."""
+        # The timeout bounds the exchange, not each socket operation: a node
+        # that trickles its answer a byte at a time must not hold the call.
+        deadline = time.monotonic() + timeout
+
+        def left() -> float:
+            r = deadline - time.monotonic()
+            if r <= 0:
+                raise socket.timeout(f"{ep.base}: no whole answer within {timeout:.3g} s")
+            return r
+
         for first_try in (True, False):
-            conn, reused = self._take(ep, timeout)
+            conn, reused = self._take(ep, left())
             keep = False
             try:
                 conn.request(method, path, body=body, headers=dict(headers))
                 resp = conn.getresponse()
-                data = resp.read(MAX_ANSWER_BYTES + 1)
-                if len(data) > MAX_ANSWER_BYTES:
-                    raise http.client.HTTPException(f"{ep.base} answered more than {MAX_ANSWER_BYTES} bytes")
+                data = _read_body(conn, resp, left, ep)
                 keep = not resp.will_close
                 return Answer(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
             except _STALE:
@@ -145,3 +155,24 @@ class Pool:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+
+def _read_body(conn: _Conn, resp: http.client.HTTPResponse, left: Callable[[], float], ep: Endpoint) -> bytes:
+    """The answer's body, at most MAX_ANSWER_BYTES, read before the exchange's
+    deadline: each read waits at most the time left (read1: whatever one read
+    of the socket brings, where read(n) would wait for all n bytes)."""
+    chunks: List[bytes] = []
+    total = 0
+    while True:
+        if conn.sock is not None:
+            conn.sock.settimeout(left())
+        chunk = resp.read1(65536)
+        if not chunk:
+            # Closed, as read() closes it at the end: the connection takes
+            # its next request only once its last answer is closed.
+            resp.close()
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_ANSWER_BYTES:
+            raise http.client.HTTPException(f"{ep.base} answered more than {MAX_ANSWER_BYTES} bytes")
+        chunks.append(chunk)

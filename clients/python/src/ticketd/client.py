@@ -90,8 +90,10 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> floa
     if not value:
         return 0.0
     v = value.strip()
-    if v.isdigit():
-        return min(float(int(v)), MAX_RETRY_AFTER)
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses;
+    # the cap before float(): 400 nines would overflow it.
+    if v.isascii() and v.isdigit():
+        return float(min(int(v), int(MAX_RETRY_AFTER)))
     try:
         when = email.utils.parsedate_to_datetime(v).timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
@@ -104,7 +106,7 @@ def problem_of(status: int, data: bytes) -> Dict[str, Any]:
     """The problem document of a non-2xx answer; any other body becomes its detail (cut to 200 characters)."""
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a body nested past the parser's depth
         doc = None
     if isinstance(doc, dict) and any(isinstance(doc.get(k), str) for k in ("type", "title", "detail")):
         return doc
@@ -365,7 +367,7 @@ class Client:
                 if 200 <= ans.status < 300:
                     try:
                         doc = json.loads(ans.body) if ans.body.strip() else None
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         doc = None
                     if doc is None and method != "DELETE":
                         raise TicketdError(f"ticketd: {ep.base} answered {method} {path} with {ans.status} "

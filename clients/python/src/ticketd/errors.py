@@ -7,6 +7,7 @@ endpoint that answered; callers switch on the class, never on a status code.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict, Mapping, Optional
 
 __all__ = [
@@ -155,3 +156,14 @@ def error_from_answer(status: int, problem: Mapping[str, Any], endpoint: str) ->
     if status in _RETRYABLE:
         return Unavailable(msg, **kw)
     return TicketdError(msg, **kw)
+
+
+def fresh(err: TicketdError) -> TicketdError:
+    """A new error equal to err, to raise where err itself is kept and raised
+    again and again (a Sequence's final error, one refill's error for each
+    of its waiters): raising one object again adds every caller's frames to
+    its traceback, which then grows without bound and keeps them alive, and
+    threads raising it at once share one traceback."""
+    new = copy.copy(err)  # the class, message and attributes; no traceback
+    new.__cause__ = err.__cause__
+    return new

@@ -39,7 +39,7 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from .client import MAX_RESERVE_COUNT, Range, check_name
-from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable
+from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable, fresh
 
 if TYPE_CHECKING:
     from .client import Client
@@ -215,7 +215,7 @@ class Sequence:
                 if r is not None:
                     return r
                 if self._sticky is not None:
-                    raise self._sticky
+                    raise fresh(self._sticky)
                 a = self._inflight
                 if a is None:
                     a = self._start_refill_locked()
@@ -236,7 +236,7 @@ class Sequence:
                 raise Unavailable(f"ticketd: no range of {self._name!r} could be had within the call timeout"
                                   + (f"; last failure: {last}" if last else ""), last=last)
             if a.error is not None:
-                raise a.error
+                raise fresh(a.error)
 
     def _wait_locked(self) -> None:
         # The only place a caller waits; reached only with the current range

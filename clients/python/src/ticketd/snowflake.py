@@ -28,6 +28,7 @@ from .errors import (
     TicketdError,
     Unavailable,
     error_from_answer,
+    fresh,
     is_retryable_status,
 )
 
@@ -194,7 +195,7 @@ class SnowflakeRemote:
                 raise Unavailable(f"ticketd: no node could serve Snowflake IDs of {self._ns!r} within the call "
                                   f"timeout" + (f"; last failure: {last}" if last else ""), last=last)
             if f.error is not None:
-                raise f.error
+                raise fresh(f.error)
 
     def _take_locked(self, want: int) -> Optional[List[int]]:
         while True:
@@ -282,7 +283,7 @@ class SnowflakeRemote:
                     try:
                         doc = json.loads(ans.body)
                         batch = self._accept(idx, doc, count)
-                    except (ValueError, TicketdError) as e:
+                    except (ValueError, RecursionError, TicketdError) as e:
                         on_failure(e)
                         continue
                     return batch
