@@ -81,6 +81,11 @@ public final class Bench {
 
     /** One fork: for each thread count, prints "threads atomicOpsPerSec nextOpsPerSec" (medians of iterations). */
     static void fork(int iters, int warmup, int millis) throws Exception {
+        // The JDK's HTTP server writes an answer's headers and body apart, and without TCP_NODELAY
+        // the body then waits out the client's delayed ACK (40 ms): a refill took longer than the
+        // 50 ms a 10 M range lasts at 200 M IDs/s, so next() waited on the network and the figure
+        // measured the stand-in (0.53x on JDK 17), not the cache. A real node answers in one write.
+        System.setProperty("sun.net.httpserver.nodelay", "true");
         StandIn.Backend backend = new StandIn.Backend();
         backend.create("bench", 1, Long.MAX_VALUE);
         try (StandIn node = new StandIn(backend, "bench", 1);
@@ -100,6 +105,7 @@ public final class Bench {
                     }
                 }
                 System.out.printf("%d %.0f %.0f%n", threads, median(a), median(n));
+                System.err.printf("  fork: %d threads: %s%n", threads, seq.stats());
                 System.out.flush();
             }
         }
