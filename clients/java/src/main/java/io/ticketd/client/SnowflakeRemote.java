@@ -209,13 +209,18 @@ public final class SnowflakeRemote implements AutoCloseable {
             }
         };
         TicketdException err = null;
+        Error fatal = null;
         Batch b = null;
         try {
+            Faults.beforeBackgroundCall();
             b = fetch(count, onFailure);
         } catch (TicketdException e) {
             err = e;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (OutOfMemoryError, StackOverflowError): unfinished, the fetch would stay
+            // in flight for good, its waiters time out and no fetch would ever start again.
             err = new TicketdException("ticketd: fetching Snowflake IDs of \"" + ns + "\" failed: " + e, 0, "", "", "", e);
+            if (e instanceof Error) fatal = (Error) e;
         }
         lock.lock();
         try {
@@ -230,6 +235,7 @@ public final class SnowflakeRemote implements AutoCloseable {
             lock.unlock();
         }
         f.done.countDown();
+        if (fatal != null) throw fatal; // reported, and still the thread's to die of
     }
 
     /** Goes round the nodes until one gives a valid batch, a final error, or the client closes. */
