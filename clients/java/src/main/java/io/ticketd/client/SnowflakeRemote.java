@@ -61,7 +61,7 @@ public final class SnowflakeRemote implements AutoCloseable {
     SnowflakeRemote(TicketdClient client, String ns, int batch, int lowWater) {
         this.client = client;
         this.ns = ns;
-        this.path = "/v1/namespaces/" + ns + "/ids";
+        this.path = "/v1/namespaces/" + TicketdClient.pathSegment(ns) + "/ids";
         this.batch = batch;
         this.lowWater = lowWater;
         this.skipUntil = new long[client.endpoints.size()];
@@ -401,6 +401,7 @@ public final class SnowflakeRemote implements AutoCloseable {
             lock.unlock();
         }
         closeCache();
+        client.deregister(this);
         if (f != null && f.thread != null) {
             f.thread.interrupt();
             boolean interrupted = false;
