@@ -2,7 +2,7 @@ package io.ticketd.client;
 
 import java.util.Map;
 
-/** Types a non-2xx answer from its status and RFC 9457 problem document. */
+/** Types a non-2xx answer from its RFC 9457 problem document's type, then its status. */
 final class Problems {
     static final String PREFIX = "urn:ticketd:problem:";
 
@@ -33,6 +33,21 @@ final class Problems {
         String msg = "ticketd: " + ep + " answered " + status + (title.isEmpty() ? "" : " " + title)
             + (type.isEmpty() ? "" : " (" + type + ")") + (detail.isEmpty() ? "" : ": " + detail);
         String kind = type.startsWith(PREFIX) ? type.substring(PREFIX.length()) : "";
+        // The problem type first, then the status, as the Go and Python clients: a known type says
+        // what happened whatever status carried it (clock-behind on a 429 is still clock-behind).
+        switch (kind) {
+            case "sequence-not-found":
+            case "namespace-not-found":
+            case "member-not-found":
+                return new NotFoundException(msg, status, type, detail, ep, null);
+            case "sequence-exhausted":
+            case "timestamp-exhausted":
+                return new ExhaustedException(msg, status, type, detail, ep, null);
+            case "clock-behind":
+                return new ClockBehindException(msg, status, type, detail, ep, null, clockBehind);
+            default:
+                break;
+        }
         switch (status) {
             case 400:
             case 413:
@@ -41,21 +56,8 @@ final class Problems {
                 return new UnauthorizedException(msg, status, type, detail, ep, null);
             case 403:
                 return new ForbiddenException(msg, status, type, detail, ep, null);
-            case 404:
-                if (kind.equals("sequence-not-found") || kind.equals("namespace-not-found") || kind.equals("member-not-found")) {
-                    return new NotFoundException(msg, status, type, detail, ep, null);
-                }
-                return new TicketdException(msg, status, type, detail, ep, null);
             case 409:
-                if (kind.equals("sequence-exhausted") || kind.equals("timestamp-exhausted")) {
-                    return new ExhaustedException(msg, status, type, detail, ep, null);
-                }
                 return new ConflictException(msg, status, type, detail, ep, null);
-            case 503:
-                if (kind.equals("clock-behind")) {
-                    return new ClockBehindException(msg, status, type, detail, ep, null, clockBehind);
-                }
-                return new UnavailableException(msg, status, type, detail, ep, null);
             default:
                 if (TicketdClient.retryable(status)) return new UnavailableException(msg, status, type, detail, ep, null);
                 return new TicketdException(msg, status, type, detail, ep, null);

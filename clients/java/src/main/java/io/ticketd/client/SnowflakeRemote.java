@@ -61,7 +61,7 @@ public final class SnowflakeRemote implements AutoCloseable {
     SnowflakeRemote(TicketdClient client, String ns, int batch, int lowWater) {
         this.client = client;
         this.ns = ns;
-        this.path = "/v1/namespaces/" + ns + "/ids";
+        this.path = "/v1/namespaces/" + TicketdClient.pathSegment(ns) + "/ids";
         this.batch = batch;
         this.lowWater = lowWater;
         this.skipUntil = new long[client.endpoints.size()];
@@ -209,13 +209,18 @@ public final class SnowflakeRemote implements AutoCloseable {
             }
         };
         TicketdException err = null;
+        Error fatal = null;
         Batch b = null;
         try {
+            Faults.beforeBackgroundCall();
             b = fetch(count, onFailure);
         } catch (TicketdException e) {
             err = e;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (OutOfMemoryError, StackOverflowError): unfinished, the fetch would stay
+            // in flight for good, its waiters time out and no fetch would ever start again.
             err = new TicketdException("ticketd: fetching Snowflake IDs of \"" + ns + "\" failed: " + e, 0, "", "", "", e);
+            if (e instanceof Error) fatal = (Error) e;
         }
         lock.lock();
         try {
@@ -230,6 +235,7 @@ public final class SnowflakeRemote implements AutoCloseable {
             lock.unlock();
         }
         f.done.countDown();
+        if (fatal != null) throw fatal; // reported, and still the thread's to die of
     }
 
     /** Goes round the nodes until one gives a valid batch, a final error, or the client closes. */
@@ -395,6 +401,7 @@ public final class SnowflakeRemote implements AutoCloseable {
             lock.unlock();
         }
         closeCache();
+        client.deregister(this);
         if (f != null && f.thread != null) {
             f.thread.interrupt();
             boolean interrupted = false;

@@ -72,6 +72,7 @@ public final class TicketdClient implements AutoCloseable {
     private final ExecutorService httpExecutor;
     /** The executor's threads: close() joins them, as awaitTermination returns before they have ended. */
     private final Set<Thread> httpThreads = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger httpThreadSeq = new AtomicInteger();
     private final String auth;
     final long attemptNanos;
     final long callNanos;
@@ -96,15 +97,9 @@ public final class TicketdClient implements AutoCloseable {
         this.callNanos = b.callTimeout.toNanos();
         this.minBackoffNanos = b.minBackoff.toNanos();
         this.maxBackoffNanos = b.maxBackoff.toNanos();
-        AtomicInteger n = new AtomicInteger();
         // Our own executor, so that the HttpClient's worker threads are named ticketd-http-* and
         // stopped by close() (JDK 17's HttpClient has no close of its own).
-        this.httpExecutor = Executors.newCachedThreadPool(r -> {
-            Thread t = new Thread(r, "ticketd-http-" + n.incrementAndGet());
-            t.setDaemon(true);
-            httpThreads.add(t);
-            return t;
-        });
+        this.httpExecutor = Executors.newCachedThreadPool(this::newHttpThread);
         HttpClient.Builder hb = HttpClient.newBuilder()
             .version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(b.attemptTimeout)
@@ -112,6 +107,30 @@ public final class TicketdClient implements AutoCloseable {
             .executor(httpExecutor);
         if (ssl != null) hb.sslContext(ssl);
         this.http = hb.build();
+    }
+
+    /** The HTTP executor's thread factory: names the thread and keeps it for close() to join. */
+    Thread newHttpThread(Runnable r) {
+        Thread t = new Thread(r, "ticketd-http-" + httpThreadSeq.incrementAndGet());
+        t.setDaemon(true);
+        // The cached pool ends idle threads after 60 s: forget the ended ones, or a long-lived
+        // client keeps every thread it ever had. A thread made but not started yet (NEW) is kept.
+        httpThreads.removeIf(old -> old.getState() == Thread.State.TERMINATED);
+        httpThreads.add(t);
+        return t;
+    }
+
+    /** How many HTTP threads close() would join (for tests). */
+    int httpThreadsTracked() { return httpThreads.size(); }
+
+    /** How many Snowflake handles close() would close (for tests). */
+    int remoteHandles() {
+        lock.lock();
+        try {
+            return remotes.size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** A builder whose endpoints, token and CA default to TICKETD_ADDR, TICKETD_TOKEN, TICKETD_CA. */
@@ -219,6 +238,7 @@ public final class TicketdClient implements AutoCloseable {
             requirePositive("attemptTimeout", attemptTimeout);
             requirePositive("callTimeout", callTimeout);
             requirePositive("backoff min", minBackoff);
+            requirePositive("backoff max", maxBackoff);
             if (maxBackoff == null || maxBackoff.compareTo(minBackoff) < 0) {
                 throw new InvalidArgumentException("backoff: want 0 < min <= max, got min " + minBackoff + ", max " + maxBackoff);
             }
@@ -239,9 +259,15 @@ public final class TicketdClient implements AutoCloseable {
             return new TicketdClient(this, eps, ssl);
         }
 
+        /** The longest timeout or backoff: far below Long.MAX_VALUE ns, so that now + it cannot overflow. */
+        static final Duration MAX_DURATION = Duration.ofDays(365);
+
         private static void requirePositive(String what, Duration d) {
             if (d == null || d.isNegative() || d.isZero()) {
                 throw new InvalidArgumentException(what + " must be positive, got " + d);
+            }
+            if (d.compareTo(MAX_DURATION) > 0) {
+                throw new InvalidArgumentException(what + " must be at most " + MAX_DURATION.toDays() + " days, got " + d);
             }
         }
     }
@@ -276,6 +302,22 @@ public final class TicketdClient implements AutoCloseable {
         }
     }
 
+    /**
+     * name as it goes into a URL path (the Go SDK's api.PathSegment): as it is, but the dot segments
+     * "." and "..", which a client or proxy would resolve away, percent-encoded. Every other valid
+     * name is made of unreserved characters only.
+     */
+    static String pathSegment(String name) {
+        switch (name) {
+            case ".":
+                return "%2E";
+            case "..":
+                return "%2E%2E";
+            default:
+                return name;
+        }
+    }
+
     // ---- public calls ----
 
     /**
@@ -306,7 +348,7 @@ public final class TicketdClient implements AutoCloseable {
         if (start != 0) body.append("\"start\":").append(start);
         if (max != 0) body.append(start != 0 ? "," : "").append("\"max\":").append(max);
         body.append('}');
-        Answer a = call("PUT", "/v1/sequences/" + name, body.toString(), deadline(), null);
+        Answer a = call("PUT", "/v1/sequences/" + pathSegment(name), body.toString(), deadline(), null);
         return sequenceInfo(a);
     }
 
@@ -317,7 +359,7 @@ public final class TicketdClient implements AutoCloseable {
     public SequenceInfo sequenceInfo(String name) {
         ensureOpen();
         validateName("sequence", name);
-        return sequenceInfo(call("GET", "/v1/sequences/" + name, null, deadline(), null));
+        return sequenceInfo(call("GET", "/v1/sequences/" + pathSegment(name), null, deadline(), null));
     }
 
     /**
@@ -411,6 +453,16 @@ public final class TicketdClient implements AutoCloseable {
 
     // ---- internals shared with the handles ----
 
+    /** Forgets a Snowflake handle closed by its owner, so that close() does not hold it for good. */
+    void deregister(SnowflakeRemote r) {
+        lock.lock();
+        try {
+            remotes.remove(r);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     boolean isClosed() { return closed; }
 
     void ensureOpen() {
@@ -419,13 +471,18 @@ public final class TicketdClient implements AutoCloseable {
 
     long deadline() { return System.nanoTime() + callNanos; }
 
-    /** Waits up to nanos; true if the client closed meanwhile. */
+    /**
+     * Waits up to nanos; true if the client closed meanwhile. An interrupted caller (client open)
+     * gets UnavailableException with its interrupt flag set again, as an interrupted attempt does:
+     * the interrupt is the caller's, not a close.
+     */
     boolean sleepUnlessClosed(long nanos) {
         try {
             return closedLatch.await(nanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return true;
+            if (closed) return true;
+            throw new UnavailableException("ticketd: interrupted while waiting to retry", e);
         }
     }
 
@@ -461,7 +518,7 @@ public final class TicketdClient implements AutoCloseable {
 
     /** One reservation, retried until deadline (Long.MAX_VALUE: until close); the answer is checked. */
     Range reserve(String sequence, long count, long deadline, Consumer<TicketdException> onFailure) {
-        Answer a = call("POST", "/v1/sequences/" + sequence + "/ranges", "{\"count\":" + count + "}", deadline, onFailure);
+        Answer a = call("POST", "/v1/sequences/" + pathSegment(sequence) + "/ranges", "{\"count\":" + count + "}", deadline, onFailure);
         long first;
         long last;
         String seq;
@@ -600,7 +657,7 @@ public final class TicketdClient implements AutoCloseable {
         if (h == null) throw new ClosedException("ticketd: client closed");
         CompletableFuture<HttpResponse<String>> f;
         try {
-            f = h.sendAsync(rb.build(), HttpResponse.BodyHandlers.ofString());
+            f = h.sendAsync(rb.build(), BoundedBody.handler(BoundedBody.MAX_ANSWER_BYTES));
         } catch (RuntimeException e) { // the executor was shut down by close()
             if (closed) throw new ClosedException("ticketd: client closed");
             throw e;

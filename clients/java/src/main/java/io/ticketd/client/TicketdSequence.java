@@ -311,6 +311,7 @@ public final class TicketdSequence {
         };
         while (true) {
             try {
+                Faults.beforeBackgroundCall();
                 finishRefill(a, client.reserve(name, size, Long.MAX_VALUE, onFailure), null, failures[0]);
                 return;
             } catch (ExhaustedException e) {
@@ -323,8 +324,11 @@ public final class TicketdSequence {
             } catch (TicketdException e) {
                 finishRefill(a, null, e, failures[0]);
                 return;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
+                // An Error too (OutOfMemoryError, StackOverflowError): unfinished, the refill would
+                // stay in flight for good, its waiters time out and no refill would ever start again.
                 finishRefill(a, null, new TicketdException("ticketd: refilling \"" + name + "\" failed: " + e, 0, "", "", "", e), failures[0]);
+                if (e instanceof Error) throw (Error) e; // reported, and still the thread's to die of
                 return;
             }
         }

@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -181,6 +184,114 @@ class ClientTest {
         }
         try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).bearerToken("s3cret").build()) {
             assertEquals(1, c.reserve("orders", 1).first());
+        }
+    }
+
+    @Test
+    void problems_TypedByProblemTypeFirst_ThenStatus() {
+        // The Go and Python clients' rule: a known problem type decides the kind whatever the
+        // status (a proxy or an older node may answer it with another one).
+        Object[][] cases = {
+            {429, "clock-behind", ClockBehindException.class},
+            {500, "sequence-exhausted", ExhaustedException.class},
+            {400, "sequence-not-found", NotFoundException.class},
+            {503, "unavailable", UnavailableException.class},
+            {409, "conflict", ConflictException.class},
+        };
+        TicketdClient.Endpoint ep = new TicketdClient.Endpoint("http://127.0.0.1:1", "127.0.0.1:1");
+        for (Object[] k : cases) {
+            String body = "{\"type\":\"urn:ticketd:problem:" + k[1] + "\",\"title\":\"t\",\"clock_behind_ms\":1500}";
+            TicketdException e = Problems.typed(new TicketdClient.Answer(ep, (int) k[0], body, "", 0));
+            assertEquals(k[2], e.getClass(), k[0] + " " + k[1]);
+            assertEquals(k[0], e.status());
+        }
+        TicketdException e = Problems.typed(new TicketdClient.Answer(ep, 429,
+            "{\"type\":\"urn:ticketd:problem:clock-behind\",\"clock_behind_ms\":1500}", "", 0));
+        assertEquals(1500, ((ClockBehindException) e).behindMillis());
+    }
+
+    @Test
+    void builder_HugeDuration_InvalidArgument() {
+        Duration huge = Duration.ofSeconds(Long.MAX_VALUE);
+        assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().endpoints(a.url()).callTimeout(huge).build());
+        assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().endpoints(a.url()).attemptTimeout(huge).build());
+        assertThrows(InvalidArgumentException.class,
+            () -> TicketdClient.builder().endpoints(a.url()).backoff(Duration.ofMillis(5), huge).build());
+    }
+
+    @Test
+    void overlongAnswer_IsAFailedAttempt_ThenUnavailable() {
+        a.padAnswers = 2 << 20; // 2 MiB of spaces after the JSON: valid, but over the 1 MiB cap
+        try (TicketdClient c = client(a, b)) {
+            // a reserved 1..10 but its answer is refused; b's is taken (a gap, never a duplicate).
+            assertEquals(new Range(11, 20), c.reserve("orders", 10));
+            assertEquals(1, a.requests.get());
+            b.padAnswers = a.padAnswers;
+            UnavailableException e = assertThrows(UnavailableException.class, () -> c.reserve("orders", 10));
+            assertTrue(e.getMessage().contains("1048576"), e.getMessage());
+        }
+    }
+
+    @Test
+    void interruptedWhileBackingOff_UnavailableNotClosed_InterruptKept() throws Exception {
+        a.always = new StandIn.Fault(503, "unavailable", 5, null); // Retry-After 5 s: a long wait
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).callTimeout(Duration.ofSeconds(20))
+                .attemptTimeout(Duration.ofSeconds(2)).backoff(Duration.ofMillis(5), Duration.ofMillis(40)).build()) {
+            AtomicReference<Throwable> got = new AtomicReference<>();
+            AtomicBoolean flag = new AtomicBoolean();
+            Thread t = new Thread(() -> {
+                try {
+                    c.reserve("orders", 1);
+                } catch (RuntimeException e) {
+                    got.set(e);
+                    flag.set(Thread.currentThread().isInterrupted());
+                }
+            });
+            t.start();
+            TestSupport.eventually(Duration.ofSeconds(5), () -> Arrays.stream(t.getStackTrace())
+                .anyMatch(f -> f.getMethodName().equals("sleepUnlessClosed")), "the caller backs off");
+            t.interrupt();
+            t.join(TimeUnit.SECONDS.toMillis(5));
+            assertInstanceOf(UnavailableException.class, got.get());
+            assertTrue(flag.get(), "the interrupt flag is kept");
+        }
+    }
+
+    @Test
+    void httpThreads_DeadOnesArePruned() throws Exception {
+        try (TicketdClient c = client(a)) {
+            for (int i = 0; i < 3; i++) {
+                Thread t = c.newHttpThread(() -> {});
+                t.start();
+                t.join();
+            }
+            Thread notStarted = c.newHttpThread(() -> {}); // made but not started yet: kept
+            assertEquals(1, c.httpThreadsTracked());
+            notStarted.start();
+            notStarted.join();
+        }
+    }
+
+    @Test
+    void snowflakeHandle_DeregistersOnClose() {
+        try (TicketdClient c = client(a)) {
+            for (int i = 0; i < 3; i++) c.snowflake("ev").close();
+            assertEquals(0, c.remoteHandles());
+        }
+    }
+
+    @Test
+    void dotSegmentNames_ArePercentEncoded() {
+        backend.create(".", 1, Long.MAX_VALUE);
+        backend.create("..", 1, Long.MAX_VALUE);
+        backend.namespace("..");
+        try (TicketdClient c = client(a)) {
+            assertEquals(new Range(1, 5), c.reserve("..", 5));
+            assertEquals("/v1/sequences/%2E%2E/ranges", a.lastRawPath);
+            assertEquals(1, c.sequenceInfo(".").next().getAsLong());
+            assertEquals("/v1/sequences/%2E", a.lastRawPath);
+            c.snowflake("..").next();
+            assertEquals("/v1/namespaces/%2E%2E/ids", a.lastRawPath);
         }
     }
 

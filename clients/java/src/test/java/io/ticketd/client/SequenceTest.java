@@ -1,6 +1,7 @@
 package io.ticketd.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -204,6 +206,22 @@ class SequenceTest {
                 }
             }
             assertEquals(0, s.stats().waitsWhileCached());
+        }
+    }
+
+    @Test
+    void errorInARefill_IsReportedToTheWaiter_AndTheNextRefillRuns() {
+        AtomicInteger calls = new AtomicInteger();
+        Faults.beforeBackgroundCall = () -> {
+            if (calls.getAndIncrement() == 0) throw new StackOverflowError("injected");
+        };
+        try (TicketdClient c = client(Duration.ofMillis(500))) {
+            TicketdSequence s = c.sequence("orders");
+            TicketdException e = assertThrows(TicketdException.class, s::next);
+            assertInstanceOf(StackOverflowError.class, e.getCause(), e.toString());
+            assertEquals(1, s.next(), "a new refill runs");
+        } finally {
+            Faults.beforeBackgroundCall = null;
         }
     }
 

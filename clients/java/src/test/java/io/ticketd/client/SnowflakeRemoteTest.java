@@ -1,6 +1,7 @@
 package io.ticketd.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,6 +9,7 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -107,6 +109,22 @@ class SnowflakeRemoteTest {
             SnowflakeRemote r = c.snowflake("nope");
             assertThrows(NotFoundException.class, r::next);
             assertEquals(1, a.snowflakeRequests.get() + b.snowflakeRequests.get());
+        }
+    }
+
+    @Test
+    void errorInAFetch_IsReportedToTheWaiter_AndTheNextFetchRuns() {
+        AtomicInteger calls = new AtomicInteger();
+        Faults.beforeBackgroundCall = () -> {
+            if (calls.getAndIncrement() == 0) throw new StackOverflowError("injected");
+        };
+        try (TicketdClient c = client(Duration.ofMillis(500))) {
+            SnowflakeRemote r = c.snowflake("ev", 10, -1);
+            TicketdException e = assertThrows(TicketdException.class, r::next);
+            assertInstanceOf(StackOverflowError.class, e.getCause(), e.toString());
+            assertTrue(r.next() > 0, "a new fetch runs");
+        } finally {
+            Faults.beforeBackgroundCall = null;
         }
     }
 

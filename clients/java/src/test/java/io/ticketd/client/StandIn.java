@@ -66,6 +66,10 @@ final class StandIn implements AutoCloseable {
     volatile long delayMillis;
     /** Rewrites the body of a successful Snowflake answer (tests of the client's checks). */
     volatile Function<String, String> snowflakeRewrite;
+    /** Spaces added to every successful answer (still valid JSON): an over-long body. */
+    volatile int padAnswers;
+    /** The raw (undecoded) path of the last request. */
+    volatile String lastRawPath;
     final AtomicInteger requests = new AtomicInteger();
     final AtomicInteger snowflakeRequests = new AtomicInteger();
 
@@ -127,6 +131,7 @@ final class StandIn implements AutoCloseable {
     private void handle(HttpExchange ex) throws IOException {
         try (ex) {
             requests.incrementAndGet();
+            lastRawPath = ex.getRequestURI().getRawPath();
             String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
             if (delayMillis > 0) Thread.sleep(delayMillis);
             if (leaderHint != null) ex.getResponseHeaders().set("X-Ticketd-Leader", leaderHint);
@@ -220,9 +225,9 @@ final class StandIn implements AutoCloseable {
             + ",\"detail\":" + Json.quote(detail) + "}");
     }
 
-    private static void json(HttpExchange ex, int status, String body) throws IOException {
+    private void json(HttpExchange ex, int status, String body) throws IOException {
         ex.getResponseHeaders().set("Content-Type", "application/json");
-        send(ex, status, body);
+        send(ex, status, padAnswers > 0 ? body + " ".repeat(padAnswers) : body);
     }
 
     private static void send(HttpExchange ex, int status, String body) throws IOException {
