@@ -32,6 +32,7 @@ LEADER_HEADER = "x-ticketd-leader"
 # A Retry-After holds a call back this long at most, so that a misconfigured
 # proxy cannot stall a client for hours.
 MAX_RETRY_AFTER = 30.0
+MAX_ID = 2**63 - 1  # IDs are positive signed 64-bit integers
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -100,6 +101,21 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> floa
         return 0.0
     d = when - (time.time() if now is None else now)
     return min(d, MAX_RETRY_AFTER) if d > 0 else 0.0
+
+
+def range_of_answer(doc: Any, sequence: str, count: int) -> Range:
+    """The range a reservation's answer holds, checked against what was asked."""
+    try:
+        first, last, seq = doc["first"], doc["last"], doc["sequence"]
+        # type() is int: JSON's true is a Python int too. IDs fit a signed
+        # 64-bit integer (Go's decoder refuses more; json.loads does not).
+        ok = (seq == sequence and type(first) is int and type(last) is int
+              and 1 <= first <= last <= MAX_ID and last - first + 1 == count)
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise TicketdError(f"ticketd: the server answered {doc!r} for {count} IDs of {sequence!r}")
+    return Range(first, last)
 
 
 def problem_of(status: int, data: bytes) -> Dict[str, Any]:
@@ -265,15 +281,7 @@ class Client:
                  on_failure: Optional[Callable[[BaseException], None]]) -> Range:
         body = json.dumps({"count": count}).encode()
         _, doc = self._round_trip("POST", f"/v1/sequences/{path_segment(sequence)}/ranges", body, deadline, on_failure)
-        try:
-            first, last, seq = doc["first"], doc["last"], doc["sequence"]
-            ok = (seq == sequence and isinstance(first, int) and isinstance(last, int)
-                  and 1 <= first <= last and last - first + 1 == count)
-        except (KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise TicketdError(f"ticketd: the server answered {doc!r} for {count} IDs of {sequence!r}")
-        return Range(first, last)
+        return range_of_answer(doc, sequence, count)
 
     def create_sequence(self, name: str, *, start: Optional[int] = None, max: Optional[int] = None) -> Tuple[SequenceInfo, bool]:
         """Creates a sequence, or confirms it exists with the same settings.

@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 from ._block import Block
-from .client import MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
+from .client import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
 from .errors import (
     ClockBehind,
     Closed,
@@ -324,11 +324,11 @@ class SnowflakeRemote:
             raise refuse(f"{len(ids) if isinstance(ids, list) else 'no'} IDs for {count} asked")
         prev = -1
         for i, v in enumerate(ids):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= prev:
-                raise refuse(f"ID {v!r} at {i} does not increase")
+            if type(v) is not int or v <= prev or v > MAX_ID:
+                raise refuse(f"ID {v!r} at {i} does not increase, or is no signed 64-bit integer")
             prev = v
         worker = doc.get("worker_id")
-        if not isinstance(worker, int):
+        if type(worker) is not int:
             worker = -1
         with self._mu:
             # A node that lost its lease as it answered names worker id -1: not checkable.
