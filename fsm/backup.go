@@ -31,7 +31,7 @@ func (f *FSM) Backup(w io.Writer) error {
 	f.mu.RLock()
 	st := f.stateLocked()
 	f.mu.RUnlock()
-	st.FeatureLevel = 0
+	st.clusterOnlyDropped()
 	return writeSnapshot(w, st)
 }
 
@@ -44,12 +44,19 @@ func ReencodeBackup(backup []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBackupInvalid, err)
 	}
-	st.FeatureLevel = 0
+	st.clusterOnlyDropped()
 	var buf bytes.Buffer
 	if err := writeSnapshot(&buf, st); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// clusterOnlyDropped leaves out what belongs to the cluster rather than its
+// data: the feature level, the standby, promotions and a fence.
+func (st *snapshotState) clusterOnlyDropped() {
+	st.FeatureLevel = 0
+	st.Standby, st.Promotions, st.Fence = nil, nil, nil
 }
 
 // RestoreBackup is the body of CommandRestoreBackup. The leader stamps it

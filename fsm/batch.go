@@ -65,7 +65,21 @@ func (f *FSM) applyReserveBlocks(c ReserveBlocks, index, term uint64) any {
 		return fmt.Errorf("%w: %v (%d)", ErrInvalidCommand, errBatchTooLarge, len(c.Requests))
 	}
 	out := BlockBatch{Outcomes: make([]BlockOutcome, len(c.Requests))}
+	// While a standby is recorded, one entry grants a sequence at most the
+	// standby's bound (blockCap), so a name listed twice is refused the
+	// second time: its blocks together could pass the bound.
+	var listed map[string]bool
+	if f.standby != nil {
+		listed = make(map[string]bool, len(c.Requests))
+	}
 	for i, r := range c.Requests {
+		if listed != nil {
+			if listed[r.Name] {
+				out.Outcomes[i].Err = fmt.Errorf("%w: %q listed twice in one entry while standby %q is recorded (one block per sequence per entry keeps the standby within its bound)", ErrInvalidCommand, r.Name, f.standby.ID)
+				continue
+			}
+			listed[r.Name] = true
+		}
 		res := f.applyReserve(ReserveBlock{Name: r.Name, Count: r.Count, Min: r.Min, Stamp: c.Stamp}, index, term)
 		switch v := res.(type) {
 		case Block:

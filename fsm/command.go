@@ -59,6 +59,7 @@ const (
 	// the leader proposes it once every member reports that it knows the
 	// level. A node whose binary does not know the level stops at it.
 	CommandSetFeatureLevel CommandType = 15
+	// CommandStandby (16) is declared in standby.go.
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -99,6 +100,8 @@ func (t CommandType) String() string {
 		return "lease-v2"
 	case CommandSetFeatureLevel:
 		return "set-feature-level"
+	case CommandStandby:
+		return "standby"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }

@@ -118,6 +118,11 @@ type FSM struct {
 	// clusterLevel is the cluster's feature level (level.go), 0 for
 	// LevelBase; atomic because every proposal's gate reads it.
 	clusterLevel atomic.Uint32
+	// standby is the recorded disaster-recovery standby (standby.go);
+	// promotions and fence what this data went through.
+	standby    *Standby
+	promotions []Promotion
+	fence      *Fence
 
 	// faults are the planted bugs of the fault-injection build (faults.go);
 	// in every other build an empty struct whose checks are constants.
@@ -190,6 +195,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return f.applyRaise(*c, l.Index, l.Term)
 	case *SetFeatureLevel:
 		return f.applySetFeatureLevel(*c)
+	case *StandbyOp:
+		return f.applyStandby(*c, l.Index)
 	}
 	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }
@@ -239,6 +246,8 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 		body = new(CreateNamespace)
 	case CommandLeaseV2:
 		body = new(LeaseOp)
+	case CommandStandby:
+		body = &StandbyOp{}
 	case CommandSetFeatureLevel:
 		body = new(SetFeatureLevel)
 	default:
@@ -325,7 +334,7 @@ func (f *FSM) applyReserve(c ReserveBlock, index, term uint64) any {
 	}
 	// Issued <= Max always holds, so Remaining cannot overflow, and neither
 	// can Issued+granted <= Max.
-	granted := min(c.Count, s.Remaining())
+	granted := min(c.Count, s.Remaining(), f.blockCap())
 	if granted < c.Min {
 		return fmt.Errorf("%w: %q has %d IDs left (max %d), %d needed", ErrSequenceExhausted, c.Name, s.Remaining(), s.Max, c.Min)
 	}
@@ -463,6 +472,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.clockMs, f.tokenFloor = st.ClockMs, st.TokenFloor
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
 	f.clusterLevel.Store(uint32(st.FeatureLevel))
+	f.standby, f.promotions, f.fence = st.Standby, st.Promotions, st.Fence
 	f.leaseChanges++
 	return nil
 }
@@ -504,6 +514,18 @@ func (f *FSM) stateLocked() snapshotState {
 		AuditSeq:   f.auditSeq,
 		// A backup drops it again (Backup): it is the cluster's.
 		FeatureLevel: FeatureLevel(f.clusterLevel.Load()),
+		Promotions:   append([]Promotion(nil), f.promotions...),
+	}
+	if f.standby != nil {
+		sb := *f.standby
+		st.Standby = &sb
+	}
+	if f.fence != nil {
+		fe := *f.fence
+		st.Fence = &fe
+	}
+	if len(st.Promotions) == 0 {
+		st.Promotions = nil
 	}
 	for _, n := range st.Namespaces {
 		st.Leases = append(st.Leases, sortedLeases(f.leases[n.Name])...)

@@ -35,9 +35,13 @@ const (
 	// LevelClusterLevel added the cluster's feature level: entry type 15
 	// and snapshot format 6 (which carries it).
 	LevelClusterLevel FeatureLevel = 3
+	// LevelStandby added the disaster-recovery standby (issue #34): entry
+	// type 16 and snapshot format 7 (which carries the standby, its
+	// promotions and a fence).
+	LevelStandby FeatureLevel = 4
 
 	// CurrentLevel is the highest level this binary knows.
-	CurrentLevel = LevelClusterLevel
+	CurrentLevel = LevelStandby
 )
 
 // entryTypeLevels is the level each log entry type needs: one place to
@@ -58,6 +62,7 @@ var entryTypeLevels = map[CommandType]FeatureLevel{
 	CommandCreateNamespaceV2: LevelRaiseAndShards,
 	CommandLeaseV2:           LevelRaiseAndShards,
 	CommandSetFeatureLevel:   LevelClusterLevel,
+	CommandStandby:           LevelStandby,
 }
 
 // snapshotFormatLevels is the level that can read each snapshot format.
@@ -65,6 +70,7 @@ var snapshotFormatLevels = map[uint32]FeatureLevel{
 	1: LevelBase, 2: LevelBase, 3: LevelBase, 4: LevelBase,
 	5: LevelRaiseAndShards,
 	6: LevelClusterLevel,
+	7: LevelStandby,
 }
 
 // LevelInfo describes a feature level for people: the highest entry type

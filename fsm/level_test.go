@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -34,10 +35,10 @@ func TestLevels_EveryKnownEntryTypeDeclaresItsLevel(t *testing.T) {
 			t.Errorf("entry type %d has no name", typ)
 		}
 	}
-	if known != 15 {
-		t.Errorf("%d known entry types, want 15: a new one needs its level declared (and this count raised)", known)
+	if known != 16 {
+		t.Errorf("%d known entry types, want 16: a new one needs its level declared (and this count raised)", known)
 	}
-	for typ := 16; typ < int(fsm.IgnoreUnknownTypeFlag); typ++ {
+	for typ := 17; typ < int(fsm.IgnoreUnknownTypeFlag); typ++ {
 		if _, ok := fsm.EntryTypeLevel(fsm.CommandType(typ)); ok {
 			t.Errorf("entry type %d declares a level but Apply does not know it", typ)
 		}
@@ -126,10 +127,10 @@ func TestLevels_RestoreNeedsItsBackupsFormat(t *testing.T) {
 	if l, err := fsm.RequiredLevel(restore(buf.Bytes())); err != nil || l != fsm.LevelRaiseAndShards {
 		t.Fatalf("restore of a backup with a raise record needs %d, %v; want %d", l, err, fsm.LevelRaiseAndShards)
 	}
-	seven := append([]byte(nil), buf.Bytes()...)
-	binary.BigEndian.PutUint32(seven[8:12], 7)
-	if _, err := fsm.RequiredLevel(restore(seven)); !errors.Is(err, fsm.ErrInvalidCommand) || !strings.Contains(err.Error(), "format 7") {
-		t.Fatalf("restore of a format-7 backup: %v", err)
+	eight := append([]byte(nil), buf.Bytes()...)
+	binary.BigEndian.PutUint32(eight[8:12], 8)
+	if _, err := fsm.RequiredLevel(restore(eight)); !errors.Is(err, fsm.ErrInvalidCommand) || !strings.Contains(err.Error(), "format 8") {
+		t.Fatalf("restore of a format-8 backup: %v", err)
 	}
 }
 
@@ -154,7 +155,7 @@ func TestLevels_SetFeatureLevel_RisesOnly_UnknownStops(t *testing.T) {
 	msg := mustPanic(t, func() {
 		a.f.Apply(logEntry(a.index, 1, fsm.EncodeSetFeatureLevel(fsm.SetFeatureLevel{Level: fsm.CurrentLevel + 1})))
 	})
-	for _, want := range []string{"feature level is 4", "levels up to 3"} {
+	for _, want := range []string{fmt.Sprintf("feature level is %d", fsm.CurrentLevel+1), fmt.Sprintf("levels up to %d", fsm.CurrentLevel)} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("panic %q does not say %q", msg, want)
 		}
@@ -171,14 +172,14 @@ func TestLevels_SnapshotOfAnUnknownLevel_RefusedNamingBoth(t *testing.T) {
 		t.Fatal(resp)
 	}
 	b := persist(t, a.f)
-	want := []byte(`"feature_level":3`)
+	want := []byte(fmt.Sprintf(`"feature_level":%d`, fsm.CurrentLevel))
 	if !bytes.Contains(b, want) {
 		t.Fatalf("snapshot does not record the level: %s", b[12:])
 	}
-	future := bytes.Replace(b, want, []byte(`"feature_level":4`), 1)
+	future := bytes.Replace(b, want, []byte(fmt.Sprintf(`"feature_level":%d`, fsm.CurrentLevel+1)), 1)
 	err := fsm.New().Restore(io.NopCloser(bytes.NewReader(future)))
 	var ul *fsm.UnknownLevelError
-	if !errors.As(err, &ul) || ul.Cluster != 4 || ul.Known != fsm.CurrentLevel || !strings.Contains(err.Error(), "feature level is 4") {
-		t.Fatalf("restore of a level-4 snapshot: %v", err)
+	if !errors.As(err, &ul) || ul.Cluster != fsm.CurrentLevel+1 || ul.Known != fsm.CurrentLevel || !strings.Contains(err.Error(), fmt.Sprintf("feature level is %d", fsm.CurrentLevel+1)) {
+		t.Fatalf("restore of a level-%d snapshot: %v", fsm.CurrentLevel+1, err)
 	}
 }

@@ -35,7 +35,9 @@ var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 // refuse a format newer than theirs, and the gate on entries (level.go)
 // keeps a state that needs a newer format from arising before every member
 // can read it.
-const SnapshotVersion uint32 = 6
+// Version 7 added the disaster-recovery standby, promotions and the fence
+// (standby.go); an older snapshot has none.
+const SnapshotVersion uint32 = 7
 
 type snapshotState struct {
 	LastIndex  uint64        `json:"last_index"`
@@ -53,6 +55,11 @@ type snapshotState struct {
 	// FeatureLevel is the cluster's feature level (v6), 0 for LevelBase.
 	// A backup leaves it out: it is the cluster's, not the data's.
 	FeatureLevel FeatureLevel `json:"feature_level,omitempty"`
+	// Standby, Promotions and Fence (v7, standby.go) are the cluster's too:
+	// a backup leaves them out.
+	Standby    *Standby    `json:"standby,omitempty"`
+	Promotions []Promotion `json:"promotions,omitempty"`
+	Fence      *Fence      `json:"fence,omitempty"`
 }
 
 type snapshot struct {
@@ -71,11 +78,15 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *snapshot) Release() {}
 
-// snapshotFormat is the oldest format that carries st: 6 for a recorded
+// snapshotFormat is the oldest format that carries st: 7 for a standby, a
+// promotion or a fence, 6 for a recorded
 // feature level above the base, 5 for a namespace with a worker role or
 // horizon or a raise record, 4 otherwise (v4 is the oldest format this
 // binary writes: every field v1 to v3 derive is in the state).
 func (st *snapshotState) snapshotFormat() uint32 {
+	if st.Standby != nil || len(st.Promotions) > 0 || st.Fence != nil {
+		return 7
+	}
 	if st.FeatureLevel > LevelBase {
 		return 6
 	}
@@ -119,8 +130,8 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1, 2, 3, 4, 5, 6:
-		// v2 to v6 only added fields, so all decode into the same
+	case 1, 2, 3, 4, 5, 6, 7:
+		// v2 to v7 only added fields, so all decode into the same
 		// struct; an older body has none of the newer ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
@@ -138,6 +149,9 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 				return st, fmt.Errorf("fsm: snapshot v%d holds fields of v3", v)
 			}
 			st.upgrade()
+		}
+		if v < 7 && (st.Standby != nil || len(st.Promotions) > 0 || st.Fence != nil) {
+			return st, fmt.Errorf("fsm: snapshot v%d holds the standby fields of v7", v)
 		}
 		if v < 6 && st.FeatureLevel != 0 {
 			return st, fmt.Errorf("fsm: snapshot v%d holds the feature level of v6", v)

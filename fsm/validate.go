@@ -13,6 +13,19 @@ import (
 // (raft.go, restoreUserSnapshot), nothing that came over the API may ever
 // reach Restore without having passed it.
 func (st *snapshotState) validate() error {
+	if sb := st.Standby; sb != nil {
+		if sb.ID == "" {
+			return errors.New("the standby has an empty id")
+		}
+		if err := ValidateStandbySettings(sb.Bound, sb.TimeoutMs); err != nil {
+			return fmt.Errorf("standby %q: %v", sb.ID, err)
+		}
+		switch sb.State {
+		case StandbyStateCatchingUp, StandbyStateInSync, StandbyStateOutOfSync:
+		default:
+			return fmt.Errorf("standby %q: unknown state %q", sb.ID, sb.State)
+		}
+	}
 	seqs := make(map[string]bool, len(st.Sequences))
 	for _, s := range st.Sequences {
 		if err := s.validate(); err != nil {
