@@ -234,6 +234,13 @@ type JoinRequest struct {
 	// the leader refuses it once the cluster's level is above that.
 	FeatureLevel int    `json:"feature_level,omitempty"`
 	Version      string `json:"version,omitempty"`
+	// Standby asks to join as the cluster's disaster-recovery standby (a
+	// non-voting member; see StandbyStatus), with its bound in IDs per
+	// sequence (0: 10,000,000, the largest reservation) and the time it
+	// may make no progress before it is recorded out of sync (0: 30 s).
+	Standby          bool  `json:"standby,omitempty"`
+	StandbyBound     int64 `json:"standby_bound,omitempty"`
+	StandbyTimeoutMs int64 `json:"standby_timeout_ms,omitempty"`
 }
 
 // BaseFeatureLevel is the level a node counts as when it reports none: a
@@ -284,6 +291,82 @@ type ClusterStatus struct {
 	// its Snowflake service has served (POST /v1/namespaces/{name}/ids)
 	// or was started to serve (--snowflake-namespaces), by name.
 	Snowflake []NodeSnowflake `json:"snowflake,omitempty"`
+	// Standby is the cluster's disaster-recovery standby as the log
+	// records it (absent when none), with, on the leader, what the leader
+	// sees of its replication; ThisNodeStandby says whether the answering
+	// node is it. Fence is set when this cluster's standby answered that
+	// it was promoted: the cluster then serves nothing. Promotions are
+	// the promotions this data went through (issue #34).
+	Standby         *StandbyStatus `json:"standby,omitempty"`
+	ThisNodeStandby bool           `json:"this_node_standby,omitempty"`
+	Fence           *Fence         `json:"fence,omitempty"`
+	Promotions      []Promotion    `json:"promotions,omitempty"`
+}
+
+// Defaults of a standby's settings (JoinRequest).
+const (
+	DefaultStandbyBound     int64 = MaxReserveCount
+	DefaultStandbyTimeoutMs int64 = 30_000
+)
+
+// Standby states.
+const (
+	StandbyCatchingUp = "catching-up"
+	StandbyInSync     = "in-sync"
+	StandbyOutOfSync  = "out-of-sync"
+)
+
+// StandbyStatus is the disaster-recovery standby. While it is in sync the
+// leader serves no ID of a sequence more than Bound past the high-water
+// mark the standby has stored, and answers no lease write it has not
+// stored; after TimeoutMs without progress the leader records it out of
+// sync and goes on without it, and records it in sync again once it has
+// caught up.
+type StandbyStatus struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Bound     int64  `json:"bound"`
+	TimeoutMs int64  `json:"timeout_ms"`
+	// SinceIndex is the log entry that recorded State, Since its leader's
+	// clock (RFC 3339, for people), Reason why it fell out of sync.
+	SinceIndex     uint64 `json:"since_index"`
+	Since          string `json:"since,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+	OutOfSyncCount int64  `json:"out_of_sync_count,omitempty"`
+	// Seen is present on the leader only.
+	Seen *StandbySeen `json:"seen,omitempty"`
+}
+
+// StandbySeen is what the leader sees of its standby's replication in its
+// current term: the highest index the standby acknowledged storing, how
+// many entries it lags, and how long ago it last answered and last showed
+// progress (-1: not in this term).
+type StandbySeen struct {
+	AckIndex       uint64 `json:"ack_index"`
+	LagEntries     uint64 `json:"lag_entries"`
+	LastContactMs  int64  `json:"last_contact_ms"`
+	LastProgressMs int64  `json:"last_progress_ms"`
+	Promoted       string `json:"promoted,omitempty"`
+}
+
+// Fence records that this cluster's standby answered that it was promoted.
+type Fence struct {
+	Standby string `json:"standby"`
+	Index   uint64 `json:"index"`
+	At      string `json:"at,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Promotion is a promotion of this data from a standby (ticketd promote):
+// every sequence was advanced by Advance, the lease fencing floor raised to
+// TokenFloor.
+type Promotion struct {
+	Standby    string `json:"standby"`
+	AtIndex    uint64 `json:"at_index"`
+	Advance    int64  `json:"advance"`
+	State      string `json:"state"`
+	TokenFloor uint64 `json:"token_floor"`
+	At         string `json:"at,omitempty"`
 }
 
 // FeatureLevel describes a feature level: the highest log entry type and

@@ -28,6 +28,15 @@ func (f appliedFSM) Apply(l *raft.Log) any {
 		}
 	}
 	resp := f.FSM.Apply(l)
+	if l.Type == raft.LogCommand && len(l.Data) > 0 && fsm.CommandType(l.Data[0]) == fsm.CommandStandby {
+		// The standby's state changed: waits for it look again, and a
+		// fence ends this stretch of leadership for good (establish
+		// refuses to serve a fenced cluster).
+		f.n.seen.wake()
+		if _, fenced := f.FSM.Fenced(); fenced {
+			f.n.requestReestablish()
+		}
+	}
 	switch resp.(type) {
 	case fsm.RestoreResult:
 		// The state changed under the issuer and the lessor: the leader

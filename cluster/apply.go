@@ -96,6 +96,29 @@ func (n *Node) await(ctx context.Context, start func() raft.Future) error {
 // once before (Raft still writes them in one batch). An error is a
 // proposal's (not leader, timeout, shut down), and then no outcome is known.
 func (n *Node) ReserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error) {
+	out, err := n.reserveBlocks(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	// A block is served only once an in-sync standby holds every entry
+	// before the block's (standby.go).
+	var index uint64
+	for _, o := range out {
+		if o.Err == nil {
+			index = max(index, o.Block.Index)
+		}
+	}
+	if index > 0 {
+		wctx, cancel := n.standbyWaitContext(ctx)
+		defer cancel()
+		if err := n.awaitStandby(wctx, index-1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (n *Node) reserveBlocks(ctx context.Context, reqs []fsm.BlockRequest) ([]fsm.BlockOutcome, error) {
 	stamp := n.Stamp() // for the audit only: no block depends on it
 	grouped, _ := fsm.EntryTypeLevel(fsm.CommandReserveBlocks)
 	if len(reqs) > 1 && n.fsm.ClusterLevel() < grouped && !n.cfg.groupedBlocksIgnoreLevel() {
@@ -174,9 +197,48 @@ func (n *Node) reserveEach(ctx context.Context, reqs []fsm.BlockRequest, stamp f
 // ApplyLeaseOp stamps a lease operation with this leader's clock and ID
 // (recorded for operators, never compared) and applies it; the answer is the
 // FSM's.
+//
+// A lease the entry granted or changed is answered only once an in-sync
+// standby has stored the entry: a promoted standby must know every worker
+// id and fencing token the primary handed out.
 func (n *Node) ApplyLeaseOp(ctx context.Context, op fsm.LeaseOp) (any, error) {
 	op.Stamp = n.Stamp()
-	return n.Apply(ctx, fsm.EncodeLeaseOp(op))
+	resp, index, err := n.applyIndexed(ctx, fsm.EncodeLeaseOp(op))
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := n.fsm.StandbyInfo(); ok {
+		wctx, cancel := n.standbyWaitContext(ctx)
+		defer cancel()
+		if err := n.awaitStandby(wctx, index); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// applyIndexed is Apply that also returns the entry's log index.
+func (n *Node) applyIndexed(ctx context.Context, cmd []byte) (any, uint64, error) {
+	if _, ok := n.Leadership(); !ok {
+		return nil, 0, ErrNotLeader
+	}
+	if err := n.gate(cmd); err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	var f raft.ApplyFuture
+	if err := n.await(ctx, func() raft.Future {
+		f = n.raft.Apply(cmd, n.cfg.ElectionTimeout)
+		return f
+	}); err != nil {
+		return nil, 0, err
+	}
+	n.cfg.Metrics.ObserveApply(time.Since(start))
+	resp := f.Response()
+	if err, isErr := resp.(error); isErr {
+		return nil, 0, err
+	}
+	return resp, f.Index(), nil
 }
 
 // Stamp is what this node, as leader, writes into entries that carry time:

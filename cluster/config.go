@@ -101,6 +101,10 @@ type Config struct {
 	// its release and feature level, and raises the cluster's level when
 	// all know a higher one.
 	LevelProbeInterval time.Duration
+	// HoldStandbyOutOfSync keeps a standby recorded out of sync from being
+	// recorded in sync again. A seam for tests that need a standby whose
+	// own log ends on the out-of-sync record; never set in production.
+	HoldStandbyOutOfSync bool
 
 	// MaxRPCsInFlight is hashicorp/raft's pipelining setting: 1 sends one
 	// AppendEntries at a time to each follower; 2 or more pipelines them

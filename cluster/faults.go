@@ -14,8 +14,14 @@ type faultConfig struct {
 	// grouped blocks (type 11) whatever the cluster's feature level, so a
 	// follower of an older release stops at the entry.
 	UnsafeGroupedBlocksIgnoreLevel bool
+	// UnsafeStandbyNoWait is a planted bug: the leader serves blocks and
+	// answers lease writes without waiting for its in-sync standby, so a
+	// promotion's advance no longer covers what the primary served.
+	UnsafeStandbyNoWait bool
 }
 
 func (c faultConfig) skipBarrier() bool { return c.UnsafeSkipBarrier }
 
 func (c faultConfig) groupedBlocksIgnoreLevel() bool { return c.UnsafeGroupedBlocksIgnoreLevel }
+
+func (c faultConfig) standbyNoWait() bool { return c.UnsafeStandbyNoWait }

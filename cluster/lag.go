@@ -21,6 +21,15 @@ type leaderWatch struct {
 	*raft.NetworkTransport
 	leaderCommit atomic.Uint64
 
+	// seen records, on the leader, what each peer's answers show of its
+	// log (standby.go); noPipeline refuses pipelined replication while a
+	// standby is recorded; refuse, when it returns an error, answers an
+	// RPC with it instead of handing it to Raft (a promoted node's answer
+	// to its old cluster). All three are set before Raft starts.
+	seen       *replicationSeen
+	noPipeline func() bool
+	refuse     func(rpc raft.RPC) error
+
 	once     sync.Once
 	consumer chan raft.RPC
 	stop     chan struct{}
@@ -43,9 +52,15 @@ func (w *leaderWatch) relay(in <-chan raft.RPC) {
 		case rpc := <-in:
 			switch req := rpc.Command.(type) {
 			case *raft.AppendEntriesRequest:
-				w.seen(req.LeaderCommitIndex)
+				w.sawCommit(req.LeaderCommitIndex)
 			case *raft.InstallSnapshotRequest:
-				w.seen(req.LastLogIndex)
+				w.sawCommit(req.LastLogIndex)
+			}
+			if w.refuse != nil {
+				if err := w.refuse(rpc); err != nil {
+					rpc.Respond(nil, err)
+					continue
+				}
 			}
 			select {
 			case w.consumer <- rpc:
@@ -60,7 +75,7 @@ func (w *leaderWatch) relay(in <-chan raft.RPC) {
 	}
 }
 
-func (w *leaderWatch) seen(index uint64) {
+func (w *leaderWatch) sawCommit(index uint64) {
 	for {
 		cur := w.leaderCommit.Load()
 		if index <= cur || w.leaderCommit.CompareAndSwap(cur, index) {

@@ -162,6 +162,9 @@ func (n *Node) stepDown(l Leadership) {
 // establish runs the Barrier that makes this node's FSM hold everything
 // committed before its term, then starts serving.
 func (n *Node) establish(term uint64) {
+	if _, fenced := n.fsm.Fenced(); fenced && n.fencedTerm.Load() == term {
+		return // found fenced after this term's Barrier already
+	}
 	if n.cfg.skipBarrier() {
 		n.log.Warn("UNSAFE: serving as leader without a Barrier (planted fault)")
 	} else if err := n.await(context.Background(), func() raft.Future { return n.raft.Barrier(n.cfg.ElectionTimeout) }); err != nil {
@@ -171,17 +174,30 @@ func (n *Node) establish(term uint64) {
 	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 		return
 	}
+	if fe, fenced := n.fsm.Fenced(); fenced {
+		// Checked at every tick of the leader loop, so logged only once
+		// per term.
+		if n.fencedTerm.Swap(term) != term {
+			n.log.Error("leader of a fenced cluster: serving nothing, since its standby was promoted", "term", term, "standby", fe.Standby, "fenced_at_index", fe.Index, "reason", fe.Reason)
+		}
+		return
+	}
 	l := Leadership{Epoch: n.epoch.Add(1), Term: term}
+	n.seen.reset(term) // before anything waits on the standby in this stretch
 	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(&l)
 	n.log.Info("serving as leader", "term", term)
 	if n.listener != nil {
 		n.listener.LeadershipAcquired(l)
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go func() {
 		defer n.wg.Done()
 		n.recordOwnMetadata(l)
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.watchStandby(l)
 	}()
 	go func() {
 		defer n.wg.Done()

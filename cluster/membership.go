@@ -20,9 +20,14 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	if err := cf.Error(); err != nil {
 		return mapRaftError(err)
 	}
+	if sb, ok := n.fsm.StandbyInfo(); ok && sb.ID == id {
+		return fmt.Errorf("%w: %q is the cluster's standby; it becomes a voter only by promotion (ticketd promote) once the primary is lost, or remove it first", ErrMemberConflict, id)
+	}
 	present := false
 	for _, s := range cf.Configuration().Servers {
 		switch {
+		case s.ID == raft.ServerID(id) && s.Suffrage != raft.Voter:
+			return fmt.Errorf("%w: %q is a non-voting member; remove it first", ErrMemberConflict, id)
 		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr):
 			present = true
 		case s.ID == raft.ServerID(id):
@@ -116,7 +121,13 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 		}
 	}
 	// Metadata first: once the leader has removed itself it can no longer
-	// apply anything.
+	// apply anything. A standby's record goes with it, which lifts the
+	// bound and every wait on it.
+	if sb, ok := n.fsm.StandbyInfo(); ok && sb.ID == id {
+		if _, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyRemove, ID: id, Stamp: n.Stamp()})); err != nil {
+			return err
+		}
+	}
 	if _, err := n.Apply(ctx, fsm.EncodeRemoveMember(fsm.RemoveMember{ID: id})); err != nil {
 		return err
 	}

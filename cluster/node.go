@@ -49,6 +49,17 @@ type Node struct {
 	levels  memberLevels
 	levelMu sync.Mutex
 
+	// seen is what this leader saw of each peer's replication in its
+	// current stretch: the standby's bound and state rest on it
+	// (standby.go).
+	seen replicationSeen
+	// fencedTerm is the last term in which this node found itself leader
+	// of a fenced cluster (logged once per term).
+	fencedTerm atomic.Uint64
+	// promoted is set when this node's data was promoted from a standby:
+	// it then refuses its old cluster's Raft traffic (refuseOldCluster).
+	promoted atomic.Bool
+
 	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
 	listener LeadershipListener
 	current  atomic.Pointer[Leadership] // non-nil while serving as leader
@@ -157,6 +168,9 @@ func (n *Node) Start(listener LeadershipListener) error {
 	}
 	n.listener = listener
 	r, err := raft.NewRaft(n.rc, appliedFSM{instrumentedFSM{n.fsm, n.cfg.Metrics}, n}, watchedLogStore{n.store, n.health}, watchedStableStore{n.store, n.health}, n.snaps, n.watch)
+	// NewRaft restored the latest snapshot, where a promotion is recorded
+	// (it is never an entry).
+	n.promoted.Store(len(n.fsm.Promotions()) > 0)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -182,6 +196,9 @@ func (n *Node) Start(listener LeadershipListener) error {
 // openStorage opens the log and stable store and the snapshot store.
 func (n *Node) openStorage() error {
 	if err := checkDataDir(n.cfg.DataDir); err != nil {
+		return err
+	}
+	if err := ensureNodeID(n.cfg.DataDir, n.cfg.ID); err != nil {
 		return err
 	}
 	logPath := filepath.Join(n.cfg.DataDir, "raft.db")
@@ -256,6 +273,9 @@ func (n *Node) openNetwork() error {
 		Logger:          n.hlog,
 	})
 	n.watch = newLeaderWatch(n.trans)
+	n.watch.seen = &n.seen
+	n.watch.noPipeline = func() bool { _, ok := n.fsm.StandbyInfo(); return ok }
+	n.watch.refuse = n.refuseOldCluster
 	n.probeClient = newProbeClient(n.mux.dial)
 	n.verifier = newVerifier(func() (uint64, error) {
 		start := time.Now()

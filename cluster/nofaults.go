@@ -10,3 +10,5 @@ type faultConfig struct{}
 func (faultConfig) skipBarrier() bool { return false }
 
 func (faultConfig) groupedBlocksIgnoreLevel() bool { return false }
+
+func (faultConfig) standbyNoWait() bool { return false }

@@ -54,6 +54,21 @@ func (n *Node) Status() (domain.ClusterStatus, error) {
 		Feature:             domain.FeatureLevel(fsm.LevelInfo(n.ownLevel())),
 		ClusterFeatureLevel: int(n.fsm.ClusterLevel()),
 	}
+	st.Standby = n.standbyStatus()
+	st.ThisNodeStandby = st.Standby != nil && st.Standby.ID == n.cfg.ID
+	if fe, ok := n.fsm.Fenced(); ok {
+		st.Fence = &domain.Fence{Standby: fe.Standby, Index: fe.Index, Reason: fe.Reason}
+		if fe.AtMs != 0 {
+			st.Fence.At = time.UnixMilli(fe.AtMs).UTC()
+		}
+	}
+	for _, p := range n.fsm.Promotions() {
+		dp := domain.Promotion{Standby: p.Standby, AtIndex: p.AtIndex, Advance: p.Advance, State: p.State, TokenFloor: p.TokenFloor}
+		if p.AtMs != 0 {
+			dp.At = time.UnixMilli(p.AtMs).UTC()
+		}
+		st.Promotions = append(st.Promotions, dp)
+	}
 	for _, s := range cf.Configuration().Servers {
 		m := domain.Member{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
 		if md, ok := n.fsm.Member(string(s.ID)); ok {

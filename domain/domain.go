@@ -240,6 +240,70 @@ type ClusterStatus struct {
 	// Snowflake is this node's worker-id lease in each namespace its
 	// Snowflake service has served or was told to serve, by name.
 	Snowflake []NodeSnowflake
+	// Standby is the cluster's disaster-recovery standby, nil when none
+	// is recorded; Fence is set when this cluster's standby answered that
+	// it was promoted (this cluster then serves nothing); Promotions are
+	// the promotions this data went through (issue #34).
+	Standby    *StandbyStatus
+	Fence      *Fence
+	Promotions []Promotion
+	// ThisNodeStandby says whether this node is the recorded standby.
+	ThisNodeStandby bool
+}
+
+// StandbyStatus is the recorded standby and, on the leader, what the
+// leader sees of its replication.
+type StandbyStatus struct {
+	ID string
+	// State is catching-up, in-sync or out-of-sync, as the log records it.
+	State string
+	// Bound is the IDs per sequence the leader may serve past what the
+	// standby has stored; Timeout how long the standby may make no
+	// progress before the leader records it out of sync.
+	Bound   int64
+	Timeout time.Duration
+	// SinceIndex is the entry that recorded State; Since its leader's
+	// stamp (zero when not recorded); Reason why (out of sync).
+	SinceIndex     uint64
+	Since          time.Time
+	Reason         string
+	OutOfSyncCount int64
+	// Seen is set on the leader: what it saw of the standby in this
+	// stretch of leadership.
+	Seen *StandbySeen
+}
+
+// StandbySeen is the leader's view of its standby's replication.
+type StandbySeen struct {
+	// AckIndex is the highest log index the standby acknowledged storing;
+	// LagEntries the leader's last index less it.
+	AckIndex   uint64
+	LagEntries uint64
+	// LastContact is how long ago the standby last answered; LastProgress
+	// how long ago it last acknowledged storing entries (or that it held
+	// every entry): -1 when never in this stretch of leadership.
+	LastContact  time.Duration
+	LastProgress time.Duration
+	// Promoted is the standby's answer when it says it was promoted.
+	Promoted string
+}
+
+// Fence records that this cluster's standby was promoted.
+type Fence struct {
+	Standby string
+	Index   uint64
+	At      time.Time
+	Reason  string
+}
+
+// Promotion records a promotion of this data from a standby.
+type Promotion struct {
+	Standby    string
+	AtIndex    uint64
+	Advance    int64
+	State      string
+	TokenFloor uint64
+	At         time.Time
 }
 
 // SnowflakeIDs are IDs made by this node's own Snowflake generator of the

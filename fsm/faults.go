@@ -21,6 +21,10 @@ type Faults struct {
 	// clock stamp with the lease's stamped expiry: a leader whose clock
 	// jumps ahead grants worker ids that live generators still use.
 	WallClockLeaseExpiry bool
+	// PromoteWithoutAdvance promotes a standby without raising any mark:
+	// the new cluster hands out again what the primary served past what
+	// the standby had stored (issue #34).
+	PromoteWithoutAdvance bool
 }
 
 // PlantFaults sets planted bugs; call it before the FSM applies anything.
@@ -36,3 +40,4 @@ func (x Faults) restoreSkipEmptyCheck() bool  { return x.RestoreSkipEmptyCheck }
 func (x Faults) reuseLeaseTokens() bool       { return x.ReuseLeaseTokens }
 func (x Faults) skipAcquireIdempotency() bool { return x.SkipAcquireIdempotency }
 func (x Faults) wallClockLeaseExpiry() bool   { return x.WallClockLeaseExpiry }
+func (x Faults) promoteWithoutAdvance() bool  { return x.PromoteWithoutAdvance }

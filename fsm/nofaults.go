@@ -11,3 +11,4 @@ func (plantedFaults) restoreSkipEmptyCheck() bool  { return false }
 func (plantedFaults) reuseLeaseTokens() bool       { return false }
 func (plantedFaults) skipAcquireIdempotency() bool { return false }
 func (plantedFaults) wallClockLeaseExpiry() bool   { return false }
+func (plantedFaults) promoteWithoutAdvance() bool  { return false }

@@ -318,6 +318,9 @@ func (f *FSM) Promote(id string, advance int64, atMs int64) (PromoteResult, erro
 	state := f.standby.State
 	res := PromoteResult{Sequences: len(f.sequences)}
 	for _, s := range f.sequences {
+		if f.faults.promoteWithoutAdvance() {
+			break // the planted bug (faults.go)
+		}
 		if adv >= s.Remaining() {
 			s.Issued = s.Max
 			res.Exhausted = append(res.Exhausted, s.Name)
@@ -344,6 +347,13 @@ func (f *FSM) Promote(id string, advance int64, atMs int64) (PromoteResult, erro
 	f.promotions = append(f.promotions, p)
 	f.standby = nil
 	f.fence = nil
+	// The old cluster's members are not this one's: their metadata would
+	// send followers' forwarding to nodes of a cluster that is gone.
+	for mid := range f.members {
+		if mid != id {
+			delete(f.members, mid)
+		}
+	}
 	f.leaseChanges++
 	res.Promotion = p
 	return res, nil

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"time"
 	"fmt"
 	"net"
 	"net/http"
@@ -60,6 +62,14 @@ func (s *Service) ownStatus(c echo.Context) (api.ClusterStatus, error) {
 		FailingForMs: st.Storage.FailingFor.Milliseconds(),
 		FreeBytes:    st.Storage.FreeBytes, LogBytes: st.Storage.LogBytes, SnapshotBytes: st.Storage.SnapshotBytes,
 	}
+	out.Standby, out.ThisNodeStandby = apiStandby(st.Standby), st.ThisNodeStandby
+	if fe := st.Fence; fe != nil {
+		out.Fence = &api.Fence{Standby: fe.Standby, Index: fe.Index, At: rfc3339(fe.At), Reason: fe.Reason}
+	}
+	for _, p := range st.Promotions {
+		out.Promotions = append(out.Promotions, api.Promotion{Standby: p.Standby, AtIndex: p.AtIndex, Advance: p.Advance,
+			State: p.State, TokenFloor: p.TokenFloor, At: rfc3339(p.At)})
+	}
 	for _, sf := range st.Snowflake {
 		out.Snowflake = append(out.Snowflake, api.NodeSnowflake{
 			Namespace: sf.Namespace, Serving: sf.Serving, Reason: sf.Reason, WorkerID: sf.WorkerID,
@@ -76,6 +86,26 @@ func (s *Service) join(c echo.Context) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
+	if req.Standby {
+		bound, timeout := req.StandbyBound, req.StandbyTimeoutMs
+		if bound == 0 {
+			bound = api.DefaultStandbyBound
+		}
+		if timeout == 0 {
+			timeout = api.DefaultStandbyTimeoutMs
+		}
+		sj, ok := s.store.(standbyJoiner)
+		if !ok {
+			return problem(http.StatusNotImplemented, api.ProblemBadRequest, "standby not supported", "this node cannot add a standby")
+		}
+		if err := sj.JoinStandby(ctx, domain.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr}, bound, timeout); err != nil {
+			return s.storeError(c, err)
+		}
+		return c.JSON(http.StatusOK, api.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr})
+	}
+	if req.StandbyBound != 0 || req.StandbyTimeoutMs != 0 {
+		return badRequest(`fields "standby_bound" and "standby_timeout_ms" need "standby": true`)
+	}
 	if err := s.store.Join(ctx, domain.Member{ID: req.ID, RaftAddr: req.RaftAddr, HTTPAddr: req.HTTPAddr, Voter: true}); err != nil {
 		return s.storeError(c, err)
 	}
@@ -153,4 +183,36 @@ func (s *Service) snapshot(c echo.Context) error {
 		return s.storeError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// standbyJoiner adds a disaster-recovery standby (issue #34).
+type standbyJoiner interface {
+	JoinStandby(ctx context.Context, m domain.Member, bound, timeoutMs int64) error
+}
+
+func apiStandby(sb *domain.StandbyStatus) *api.StandbyStatus {
+	if sb == nil {
+		return nil
+	}
+	out := &api.StandbyStatus{ID: sb.ID, State: sb.State, Bound: sb.Bound, TimeoutMs: sb.Timeout.Milliseconds(),
+		SinceIndex: sb.SinceIndex, Since: rfc3339(sb.Since), Reason: sb.Reason, OutOfSyncCount: sb.OutOfSyncCount}
+	if s := sb.Seen; s != nil {
+		out.Seen = &api.StandbySeen{AckIndex: s.AckIndex, LagEntries: s.LagEntries, LastContactMs: msOrNever(s.LastContact),
+			LastProgressMs: msOrNever(s.LastProgress), Promoted: s.Promoted}
+	}
+	return out
+}
+
+func msOrNever(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }

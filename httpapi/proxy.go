@@ -37,6 +37,9 @@ func (s *Service) forwardTo(c echo.Context) (string, error) {
 	if s.store.Serving() {
 		return "", nil
 	}
+	if err := s.refuseOnStandby(); err != nil {
+		return "", err
+	}
 	id, addr, ok := s.store.LeaderHTTPAddr()
 	switch {
 	case c.Request().Header.Get(ForwardedHeader) != "":
@@ -97,3 +100,21 @@ type bufferPool struct{ pool sync.Pool }
 
 func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
+
+// standbyStore is implemented by a store that can be a disaster-recovery
+// standby (issue #34).
+type standbyStore interface {
+	// IsStandby reports whether this node is the cluster's standby (or
+	// was started as one and has not joined yet).
+	IsStandby() bool
+}
+
+// refuseOnStandby is the 503 a standby answers every request that would
+// issue IDs: it serves none until promoted, and forwarding to a primary in
+// another region would make the standby's region depend on it.
+func (s *Service) refuseOnStandby() error {
+	if sb, ok := s.store.(standbyStore); ok && sb.IsStandby() {
+		return unavailable("this node is the cluster's disaster-recovery standby: it issues no IDs and forwards none until it is promoted (ticketd promote); send requests to the primary's nodes", "")
+	}
+	return nil
+}

@@ -21,6 +21,9 @@ import (
 )
 
 func (s *Service) snowflakeIDs(c echo.Context) error {
+	if err := s.refuseOnStandby(); err != nil {
+		return err
+	}
 	ns := c.Param("name")
 	if err := api.ValidateSequenceName(ns); err != nil {
 		return badRequest("namespace: " + err.Error())

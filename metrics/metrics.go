@@ -35,8 +35,11 @@ type Metrics struct {
 	BlocksCommitted  *prometheus.CounterVec
 	BlockIDs         prometheus.Histogram
 	BlockWaitSeconds prometheus.Histogram
-	VerifySeconds    prometheus.Histogram
-	VerifyFailures   prometheus.Counter
+	// StandbyWaitSeconds is the time blocks and lease answers waited for
+	// the disaster-recovery standby to store their entries (issue #34).
+	StandbyWaitSeconds prometheus.Histogram
+	VerifySeconds      prometheus.Histogram
+	VerifyFailures     prometheus.Counter
 
 	BlockBatchRequests prometheus.Histogram
 	SequencesEvicted   prometheus.Counter
@@ -117,6 +120,11 @@ func New(version string) *Metrics {
 		Name:    "ticketd_block_size_ids",
 		Help:    "Size of the blocks committed to this node as leader.",
 		Buckets: prometheus.ExponentialBuckets(64, 4, 12),
+	})
+	m.StandbyWaitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ticketd_standby_wait_seconds",
+		Help:    "Time a block or a lease answer waited on the leader for the in-sync standby to store its entry (only waits that happened).",
+		Buckets: latency,
 	})
 	m.BlockWaitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ticketd_block_wait_seconds",
@@ -219,7 +227,7 @@ func New(version string) *Metrics {
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	reg.MustRegister(
 		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
-		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.BlockBatchRequests, m.SequencesEvicted,
+		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.StandbyWaitSeconds, m.BlockBatchRequests, m.SequencesEvicted,
 		m.VerifySeconds, m.VerifyFailures,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
 		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.RESPConnections, m.RESPAuthFailures, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
@@ -328,6 +336,14 @@ func (m *Metrics) ObserveBlock(sequence string, ids int64) {
 	}
 	m.BlocksCommitted.WithLabelValues(m.SequenceLabel(sequence)).Inc()
 	m.BlockIDs.Observe(float64(ids))
+}
+
+// ObserveStandbyWait records the time a block or lease answer waited for
+// the standby.
+func (m *Metrics) ObserveStandbyWait(d time.Duration) {
+	if m != nil {
+		m.StandbyWaitSeconds.Observe(d.Seconds())
+	}
 }
 
 // ObserveBlockWait records the time a reservation waited for a block.

@@ -42,6 +42,10 @@ type Config struct {
 	// Join lists API URLs of existing members; a node that is in no Raft
 	// configuration yet asks them to add it.
 	Join []string
+	// Standby, if set, makes the node join as the cluster's
+	// disaster-recovery standby (issue #34): a non-voting member that
+	// issues no IDs until promoted.
+	Standby *StandbySettings
 
 	RequestTimeout time.Duration
 	// Pprof serves Go's profiler under /debug/pprof/ (admin scope).
@@ -179,6 +183,31 @@ func (c Config) Validate() error {
 	if c.SnowflakeLeaseWait < 0 {
 		errs = append(errs, errors.New("snowflake lease wait must not be negative"))
 	}
+	if sb := c.Standby; sb != nil {
+		switch {
+		case len(c.Join) == 0:
+			errs = append(errs, errors.New("a standby joins an existing cluster: give --join"))
+		case c.Cluster.Bootstrap || len(c.Cluster.InitialCluster) > 0:
+			errs = append(errs, errors.New("a standby joins an existing cluster: it cannot bootstrap one or be in --initial-cluster"))
+		case c.RESPAddr != "" || c.RESPListener != nil:
+			errs = append(errs, errors.New("a standby issues no IDs: it serves no Redis-protocol front (drop --resp-addr)"))
+		case len(c.SnowflakeNamespaces) > 0:
+			errs = append(errs, errors.New("a standby issues no IDs: it serves no Snowflake namespaces (drop --snowflake-namespaces)"))
+		}
+		bound, timeout := sb.Bound, sb.Timeout
+		if bound == 0 {
+			bound = api.DefaultStandbyBound
+		}
+		if timeout == 0 {
+			timeout = time.Duration(api.DefaultStandbyTimeoutMs) * time.Millisecond
+		}
+		if bound < api.MaxReserveCount {
+			errs = append(errs, fmt.Errorf("standby bound %d: must be at least %d IDs (one reservation of the largest size)", bound, api.MaxReserveCount))
+		}
+		if timeout < 100*time.Millisecond || timeout > time.Hour {
+			errs = append(errs, fmt.Errorf("standby timeout %s: must be between 100ms and 1h", timeout))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -193,4 +222,13 @@ func checkReachable(hostPort string) error {
 		return fmt.Errorf("HTTP address %s is not reachable by other nodes: set an advertise address", hostPort)
 	}
 	return nil
+}
+
+// StandbySettings are a standby's bound (IDs per sequence the leader may
+// serve past what the standby stored; 0: the default) and timeout (how
+// long it may make no progress before it is recorded out of sync; 0: the
+// default).
+type StandbySettings struct {
+	Bound   int64
+	Timeout time.Duration
 }

@@ -448,6 +448,9 @@ func (s *Server) membershipLoop(httpAdvertise string) {
 	}
 	req := api.JoinRequest{ID: s.node.ID(), RaftAddr: s.node.RaftAddr(), HTTPAddr: httpAdvertise,
 		FeatureLevel: int(s.node.FeatureLevel()), Version: s.node.Version()}
+	if sb := s.cfg.Standby; sb != nil {
+		req.Standby, req.StandbyBound, req.StandbyTimeoutMs = true, sb.Bound, sb.Timeout.Milliseconds()
+	}
 	wait := 10 * time.Millisecond
 	for {
 		select {
@@ -678,6 +681,21 @@ func (st store) SnowflakeIDs(ctx context.Context, ns string, count int) (domain.
 
 func (st store) Join(ctx context.Context, m domain.Member) error {
 	return kindOf(st.s.node.Join(ctx, m.ID, m.RaftAddr, m.HTTPAddr))
+}
+
+// JoinStandby adds a disaster-recovery standby (issue #34).
+func (st store) JoinStandby(ctx context.Context, m domain.Member, bound, timeoutMs int64) error {
+	return kindOf(st.s.node.JoinStandby(ctx, m.ID, m.RaftAddr, m.HTTPAddr, bound, timeoutMs))
+}
+
+// IsStandby reports whether this node is the cluster's standby, as the log
+// records it or as it was started (before it has joined).
+func (st store) IsStandby() bool {
+	if st.s.cfg.Standby != nil {
+		return true
+	}
+	sb, ok := st.s.node.FSM().StandbyInfo()
+	return ok && sb.ID == st.s.node.ID()
 }
 
 func (st store) UpdateMember(ctx context.Context, m domain.Member) error {

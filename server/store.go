@@ -22,9 +22,9 @@ var errorKinds = []struct {
 	kind error
 	of   []error
 }{
-	{domain.ErrNotFound, []error{fsm.ErrSequenceNotFound, fsm.ErrNamespaceNotFound, cluster.ErrMemberNotFound}},
+	{domain.ErrNotFound, []error{fsm.ErrSequenceNotFound, fsm.ErrNamespaceNotFound, cluster.ErrMemberNotFound, fsm.ErrNoStandby}},
 	{domain.ErrExhausted, []error{fsm.ErrSequenceExhausted}},
-	{domain.ErrConflict, []error{fsm.ErrSequenceConflict, fsm.ErrNamespaceConflict, fsm.ErrClusterNotEmpty, cluster.ErrMemberConflict}},
+	{domain.ErrConflict, []error{fsm.ErrSequenceConflict, fsm.ErrNamespaceConflict, fsm.ErrClusterNotEmpty, cluster.ErrMemberConflict, fsm.ErrStandbyConflict}},
 	{domain.ErrInvalid, []error{fsm.ErrInvalidCommand, fsm.ErrBackupInvalid, cluster.ErrMemberUnreachable}},
 	{domain.ErrNoWorkerFree, []error{fsm.ErrNoWorkerFree}},
 	{domain.ErrLeaseLost, []error{fsm.ErrLeaseLost}},
@@ -32,7 +32,7 @@ var errorKinds = []struct {
 	{domain.ErrClusterUpgrading, []error{cluster.ErrClusterUpgrading}},
 	{domain.ErrUnavailable, []error{
 		cluster.ErrNotLeader, cluster.ErrLeadershipLost, cluster.ErrNotConfirmed, cluster.ErrTimeout, cluster.ErrShutdown,
-		issuer.ErrNotServing, issuer.ErrStaleLeadership, issuer.ErrContended,
+		issuer.ErrNotServing, issuer.ErrStaleLeadership, issuer.ErrContended, fsm.ErrFenced,
 		context.DeadlineExceeded, context.Canceled,
 	}},
 }

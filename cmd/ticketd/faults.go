@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/server"
 )
 
@@ -21,7 +22,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait; for ticketd promote: promote-without-advance")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -57,6 +58,8 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.UnsafeSnowflake.ServeAfterLeaseEnd = true
 		case "snowflake-ignore-floor":
 			cfg.UnsafeSnowflake.IgnoreTimestampFloor = true
+		case "standby-no-wait":
+			cfg.Cluster.UnsafeStandbyNoWait = true
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}
@@ -98,4 +101,15 @@ func installClockControl(cfg *server.Config) {
 		_ = json.NewEncoder(w).Encode(clockState{OffsetMs: offsetMs.Load(), NowMs: cfg.Cluster.WallClock().UnixMilli()})
 	})
 	cfg.UnsafeHandler = mux
+}
+
+// promoteFaults plants the bugs of ticketd promote.
+func promoteFaults(spec string) (func(*fsm.FSM), error) {
+	switch strings.TrimSpace(spec) {
+	case "":
+		return nil, nil
+	case "promote-without-advance":
+		return func(f *fsm.FSM) { f.PlantFaults(fsm.Faults{PromoteWithoutAdvance: true}) }, nil
+	}
+	return nil, fmt.Errorf("--unsafe-fault %q: ticketd promote knows only promote-without-advance", spec)
 }

@@ -62,6 +62,7 @@ usage:
   ticketd audit     [--list]                     run the uniqueness probe on the allocation audit
   ticketd backup    --out FILE                   write a consistent backup of every sequence
   ticketd restore   --in FILE --advance N        seed a new, empty cluster from a backup
+  ticketd promote   --data-dir DIR [--advance N] make a stopped standby a one-node cluster (disaster recovery)
   ticketd tls ca create   [--dir D]              make a cluster CA (certificate + key)
   ticketd tls cert create [--dir D] --node ID [--dns N] [--ip A] | --client NAME
                                                  make a node or client certificate signed by it
@@ -108,6 +109,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = namespacesCmd(args[1:], stdout, stderr)
 	case "restore":
 		err = restoreCmd(args[1:], stdout, stderr)
+	case "promote":
+		err = promoteCmd(args[1:], stdout, stderr)
 	case "raise":
 		err = raiseCmd(args[1:], stdout, stderr)
 	case "migrate":
@@ -204,6 +207,9 @@ func serve(args []string, stderr io.Writer) error {
 	initial := fs.String("initial-cluster", "", "bootstrap a new cluster of these voters: id=raftaddr,id=raftaddr,... (identical on every node)")
 	bootstrap := fs.Bool("bootstrap", false, "bootstrap a new single-node cluster")
 	join := fs.String("join", "", "API URL(s) of existing members to join through, comma-separated")
+	standby := fs.Bool("standby", false, "join as the cluster's disaster-recovery standby: a non-voting member, typically in another region, that issues no IDs until promoted (ticketd promote); needs --join")
+	standbyBound := fs.Int64("standby-bound", 0, "with --standby: IDs per sequence the leader may serve past what this standby has stored (default 10000000, also the least)")
+	standbyTimeout := fs.Duration("standby-timeout", 0, "with --standby: how long this standby may make no progress before the leader records it out of sync and goes on without it (default 30s)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	raftLogLevel := fs.String("raft-log-level", "warn", "level of hashicorp/raft's own log lines")
@@ -273,6 +279,12 @@ func serve(args []string, stderr io.Writer) error {
 		for _, u := range strings.Split(*join, ",") {
 			cfg.Join = append(cfg.Join, strings.TrimSpace(u))
 		}
+	}
+	switch {
+	case *standby:
+		cfg.Standby = &server.StandbySettings{Bound: *standbyBound, Timeout: *standbyTimeout}
+	case *standbyBound != 0 || *standbyTimeout != 0:
+		return usageError{"--standby-bound and --standby-timeout need --standby"}
 	}
 	// A bad flag is a usage error, reported before anything is opened.
 	if err := cfg.Validate(); err != nil {
@@ -509,19 +521,31 @@ func joinCmd(args []string, stdout, stderr io.Writer) error {
 	id := fs.String("id", "", "ID of the node to add")
 	raftAddr := fs.String("raft-addr", "", "Raft address of the node to add")
 	httpAddr := fs.String("http-addr", "", "API host:port of the node to add")
+	standby := fs.Bool("standby", false, "add it as the cluster's disaster-recovery standby (non-voting; see ticketd serve --standby)")
+	standbyBound := fs.Int64("standby-bound", 0, "with --standby: IDs per sequence the leader may serve past what the standby has stored (default 10000000)")
+	standbyTimeout := fs.Duration("standby-timeout", 0, "with --standby: how long it may make no progress before it is recorded out of sync (default 30s)")
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
 	}
 	if *id == "" || *raftAddr == "" || *httpAddr == "" {
-		return usageError{"usage: ticketd join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--addr URL]"}
+		return usageError{"usage: ticketd join --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--standby [--standby-bound N] [--standby-timeout D]] [--addr URL]"}
 	}
+	if !*standby && (*standbyBound != 0 || *standbyTimeout != 0) {
+		return usageError{"--standby-bound and --standby-timeout need --standby"}
+	}
+	req := api.JoinRequest{ID: *id, RaftAddr: *raftAddr, HTTPAddr: *httpAddr,
+		Standby: *standby, StandbyBound: *standbyBound, StandbyTimeoutMs: standbyTimeout.Milliseconds()}
 	c, ctx, cancel, err := newClient(co)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	if err := c.AddMember(ctx, api.JoinRequest{ID: *id, RaftAddr: *raftAddr, HTTPAddr: *httpAddr}); err != nil {
+	if err := c.AddMember(ctx, req); err != nil {
 		return err
+	}
+	if *standby {
+		fmt.Fprintf(stdout, "added %s as the standby (raft %s, http %s); it is recorded in sync once it has caught up\n", *id, *raftAddr, *httpAddr)
+		return nil
 	}
 	fmt.Fprintf(stdout, "added %s (raft %s, http %s)\n", *id, *raftAddr, *httpAddr)
 	return nil

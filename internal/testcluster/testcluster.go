@@ -210,6 +210,13 @@ func (tc *Cluster) Kill(id string) {
 // addresses, with the same flags.
 func (tc *Cluster) Restart(id string) {
 	tc.t.Helper()
+	tc.RestartWith(id, nil)
+}
+
+// RestartWith is Restart with a config tweak applied last (a promoted
+// standby, say, has no initial cluster).
+func (tc *Cluster) RestartWith(id string, tweak func(cfg *server.Config)) {
+	tc.t.Helper()
 	tc.mu.Lock()
 	n := tc.nodes[id]
 	tc.mu.Unlock()
@@ -218,6 +225,9 @@ func (tc *Cluster) Restart(id string) {
 	cfg.Cluster.Dial = tc.Net.dialer(id)
 	if tc.tweak != nil {
 		tc.tweak(id, &cfg)
+	}
+	if tweak != nil {
+		tweak(&cfg)
 	}
 	srv, err := server.Start(cfg)
 	if err != nil {

@@ -1,0 +1,272 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// Promotion of a disaster-recovery standby (issue #34), offline, on the
+// stopped standby's data directory: its own state (latest snapshot plus
+// every entry in its log, as raft.RecoverCluster reads them) becomes a
+// one-node cluster with the standby as its only voter, after fsm.Promote
+// has advanced every mark by the recorded bound (or the operator's
+// --advance), ended every lease and raised the fencing floor. Nothing is
+// written until every check has passed; RecoverCluster then writes the
+// snapshot and compacts the log.
+
+// nodeIDFile holds the --id a data directory was started with, so that an
+// offline tool knows whose data it holds (every replica's state records the
+// same standby).
+const nodeIDFile = "node-id"
+
+// ErrPromote marks a promotion refused; nothing was changed.
+var ErrPromote = errors.New("promotion refused")
+
+// ensureNodeID records id in dir, or refuses a data directory that holds
+// another node's: the Raft ID must never change with the data.
+func ensureNodeID(dir, id string) error {
+	path := filepath.Join(dir, nodeIDFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if got := strings.TrimSpace(string(b)); got != id {
+			return fmt.Errorf("%w: %s holds the data of node %q, not %q: a node's --id must stay the same across restarts", ErrStorage, dir, got, id)
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: read %s: %v", ErrStorage, path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o640); err != nil {
+		return fmt.Errorf("%w: write %s: %v", ErrStorage, tmp, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// PromoteOptions are the inputs of Promote.
+type PromoteOptions struct {
+	DataDir string
+	// ID is this node's id; empty reads it from the data directory.
+	ID string
+	// Advance is the operator's --advance; 0 uses the recorded bound.
+	Advance int64
+	// Now is the promoting machine's wall clock, recorded for people.
+	Now time.Time
+	// Prepare, if set, is called on the state machine before it reads
+	// anything (the fault-injection build plants faults with it).
+	Prepare func(*fsm.FSM)
+	Logger  hclog.Logger
+}
+
+// PromoteReport is what Promote did, or would refuse.
+type PromoteReport struct {
+	ID       string
+	RaftAddr string
+	Result   fsm.PromoteResult
+	// LastIndex is the last index of the standby's log.
+	LastIndex uint64
+}
+
+// Promote makes a stopped standby's data a one-node cluster. Every refusal
+// wraps ErrPromote (and the FSM's reason), and leaves the directory as it
+// was.
+func Promote(o PromoteOptions) (PromoteReport, error) {
+	var rep PromoteReport
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrPromote, fmt.Sprintf(format, args...))
+	}
+	if o.DataDir == "" {
+		return rep, refuse("--data-dir is required")
+	}
+	if st, err := os.Stat(o.DataDir); err != nil || !st.IsDir() {
+		return rep, refuse("%s is not a data directory", o.DataDir)
+	}
+	logPath := filepath.Join(o.DataDir, "raft.db")
+	if _, err := os.Stat(logPath); err != nil {
+		return rep, refuse("%s holds no raft.db: not a ticketd data directory", o.DataDir)
+	}
+	if err := checkDataDir(o.DataDir); err != nil {
+		return rep, refuse("%v", err)
+	}
+	if err := checkRaftLog(logPath); err != nil {
+		return rep, refuse("%v (promote a stopped standby: stop it first)", err)
+	}
+	id, err := promoteID(o)
+	if err != nil {
+		return rep, err
+	}
+	rep.ID = id
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath})
+	if err != nil {
+		return rep, refuse("open %s: %v (is a ticketd running on it?)", logPath, err)
+	}
+	defer store.Close()
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(o.DataDir, 2, logger)
+	if err != nil {
+		return rep, refuse("open snapshots: %v", err)
+	}
+
+	// Read the state and the configuration exactly as RecoverCluster
+	// will, and decide before writing anything.
+	f := fsm.New()
+	if o.Prepare != nil {
+		o.Prepare(f)
+	}
+	conf, last, err := readState(f, store, snaps)
+	if err != nil {
+		return rep, refuse("%v", err)
+	}
+	rep.LastIndex = last
+	for _, p := range f.Promotions() {
+		if p.Standby == id {
+			if _, isStandby := f.StandbyInfo(); !isStandby {
+				_, err := f.PromoteCheck(id, o.Advance)
+				return rep, fmt.Errorf("%w: %w", ErrPromote, err)
+			}
+		}
+	}
+	var self *raft.Server
+	for i, s := range conf.Servers {
+		if string(s.ID) == id {
+			self = &conf.Servers[i]
+		}
+	}
+	switch {
+	case self == nil:
+		return rep, refuse("node %q is not in the raft configuration this data holds (%s): it never was a member here", id, describeServers(conf))
+	case self.Suffrage == raft.Voter:
+		return rep, refuse("node %q is a voter of its cluster, not a standby: a cluster that lost a minority of voters recovers by itself; one that lost them all is restored from a backup (ticketd restore) or, as a last resort, recovered from a voter's data (see the README)", id)
+	}
+	rep.RaftAddr = string(self.Address)
+	if _, err := f.PromoteCheck(id, o.Advance); err != nil {
+		return rep, fmt.Errorf("%w: %w", ErrPromote, err)
+	}
+
+	// Now write: RecoverCluster replays the same state into a fresh state
+	// machine, whose Snapshot applies the promotion first.
+	pf := &promotingFSM{FSM: fsm.New(), id: id, advance: o.Advance, now: o.Now}
+	if o.Prepare != nil {
+		o.Prepare(pf.FSM)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(id)
+	rc.Logger = logger
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(rep.RaftAddr))
+	newConf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: self.Address}}}
+	if err := raft.RecoverCluster(rc, pf, store, store, snaps, trans, newConf); err != nil {
+		if pf.err != nil {
+			return rep, fmt.Errorf("%w: %w", ErrPromote, pf.err)
+		}
+		return rep, fmt.Errorf("promote: %w", err)
+	}
+	rep.Result = pf.res
+	return rep, nil
+}
+
+func promoteID(o PromoteOptions) (string, error) {
+	b, err := os.ReadFile(filepath.Join(o.DataDir, nodeIDFile))
+	recorded := strings.TrimSpace(string(b))
+	switch {
+	case err == nil && o.ID != "" && o.ID != recorded:
+		return "", fmt.Errorf("%w: --id %q, but %s holds the data of node %q", ErrPromote, o.ID, o.DataDir, recorded)
+	case err == nil && recorded != "":
+		return recorded, nil
+	case o.ID != "":
+		return o.ID, nil
+	}
+	return "", fmt.Errorf("%w: %s records no node id (a data directory written before ticketd 0.34): give --id, the node's --id", ErrPromote, o.DataDir)
+}
+
+// readState restores the latest snapshot into f and applies every command
+// entry of the log after it, as RecoverCluster does; it returns the latest
+// configuration and the last index.
+func readState(f *fsm.FSM, logs raft.LogStore, snaps raft.SnapshotStore) (raft.Configuration, uint64, error) {
+	var conf raft.Configuration
+	metas, err := snaps.List()
+	if err != nil {
+		return conf, 0, fmt.Errorf("list snapshots: %v", err)
+	}
+	var from uint64
+	if len(metas) > 0 {
+		meta, rc, err := snaps.Open(metas[0].ID)
+		if err != nil {
+			return conf, 0, fmt.Errorf("open snapshot %s: %v", metas[0].ID, err)
+		}
+		err = f.Restore(rc)
+		if err != nil {
+			return conf, 0, fmt.Errorf("restore snapshot %s: %v", meta.ID, err)
+		}
+		conf, from = meta.Configuration, meta.Index
+	}
+	last, err := logs.LastIndex()
+	if err != nil {
+		return conf, 0, fmt.Errorf("read the log: %v", err)
+	}
+	if len(metas) == 0 && last == 0 {
+		return conf, 0, errors.New("the data directory holds no raft state")
+	}
+	first, err := logs.FirstIndex()
+	if err != nil {
+		return conf, 0, fmt.Errorf("read the log: %v", err)
+	}
+	for i := max(from+1, first); i <= last && i > 0; i++ {
+		var e raft.Log
+		if err := logs.GetLog(i, &e); err != nil {
+			return conf, 0, fmt.Errorf("read log entry %d: %v", i, err)
+		}
+		switch e.Type {
+		case raft.LogCommand:
+			_ = f.Apply(&e)
+		case raft.LogConfiguration:
+			conf = raft.DecodeConfiguration(e.Data)
+		}
+	}
+	return conf, max(last, from), nil
+}
+
+func describeServers(c raft.Configuration) string {
+	var parts []string
+	for _, s := range c.Servers {
+		parts = append(parts, fmt.Sprintf("%s %s", s.ID, s.Suffrage))
+	}
+	if len(parts) == 0 {
+		return "empty"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// promotingFSM applies the promotion to the replayed state when
+// RecoverCluster asks for the snapshot it writes as the new cluster's.
+type promotingFSM struct {
+	*fsm.FSM
+	id      string
+	advance int64
+	now     time.Time
+	res     fsm.PromoteResult
+	err     error
+}
+
+func (p *promotingFSM) Snapshot() (raft.FSMSnapshot, error) {
+	p.res, p.err = p.FSM.Promote(p.id, p.advance, p.now.UnixMilli())
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.FSM.Snapshot()
+}
+
+func (p *promotingFSM) Restore(rc io.ReadCloser) error { return p.FSM.Restore(rc) }

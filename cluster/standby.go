@@ -1,0 +1,444 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ticketd/ticketd/domain"
+	"github.com/ticketd/ticketd/fsm"
+)
+
+// The disaster-recovery standby (issue #34), on the leader. The FSM records
+// the standby and caps every block at its bound (fsm/standby.go); here the
+// leader
+//
+//   - sees the standby's replication: the transport is wrapped (leaderWatch),
+//     and every AppendEntries or InstallSnapshot answer of this term tells
+//     the highest index the standby has stored (its answer comes after its
+//     fsync), and when it last made progress;
+//   - serves a block only once the standby has stored every entry before
+//     the block's (awaitStandby in ReserveBlocks), and answers a lease write
+//     only once it has stored the lease's entry, while the standby is
+//     recorded in sync. A block's first ID is the mark at the entry before
+//     it plus one, and a block holds at most the bound, so what the leader
+//     has served of a sequence never passes what the standby holds by more
+//     than the bound;
+//   - records the standby out of sync when it has made no progress for its
+//     timeout, and goes on without it (the entry releases every wait), and
+//     records it in sync again once it has caught up (watchStandby);
+//   - records a fence when the standby answers that it was promoted: every
+//     node of this cluster applies it and none serves again.
+
+// promotedMarker starts the error a promoted node answers the Raft traffic
+// of its old cluster with; the old leader's transport reads it.
+const promotedMarker = "ticketd-promoted:"
+
+// replicationSeen is what this leader has seen of each peer's replication in
+// the current stretch of leadership.
+type replicationSeen struct {
+	mu      sync.Mutex
+	term    uint64
+	start   time.Time
+	peers   map[raft.ServerID]*peerSeen
+	changed chan struct{} // closed and replaced when a match index rises
+}
+
+type peerSeen struct {
+	match        uint64
+	lastContact  time.Time // any answer
+	lastProgress time.Time // an answer that showed the log stored
+	promoted     string    // the peer's "promoted" answer
+}
+
+// reset starts a new stretch: matches seen in an earlier term say nothing
+// about this one's log.
+func (r *replicationSeen) reset(term uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.term, r.start = term, time.Now()
+	r.peers = map[raft.ServerID]*peerSeen{}
+	r.wakeLocked()
+}
+
+func (r *replicationSeen) wakeLocked() {
+	if r.changed != nil {
+		close(r.changed)
+	}
+	r.changed = make(chan struct{})
+}
+
+// wake releases every waiter to look again (the standby's state changed).
+func (r *replicationSeen) wake() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wakeLocked()
+}
+
+// observe records the answer to an AppendEntries (or, with snapshot set, an
+// InstallSnapshot) request of term sent to id: stored is the index the
+// answer proves stored when it succeeded.
+func (r *replicationSeen) observe(id raft.ServerID, term uint64, stored uint64, proves, success bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.peers == nil || term != r.term {
+		return
+	}
+	p := r.peers[id]
+	if p == nil {
+		p = &peerSeen{}
+		r.peers[id] = p
+	}
+	if err != nil {
+		if msg := err.Error(); strings.Contains(msg, promotedMarker) {
+			p.promoted = msg
+		}
+		return
+	}
+	now := time.Now()
+	p.lastContact = now
+	if success && proves {
+		p.lastProgress = now
+		if stored > p.match {
+			p.match = stored
+			r.wakeLocked()
+		}
+	}
+}
+
+// get returns what was seen of id, the stretch's start, and a channel
+// closed at the next change.
+func (r *replicationSeen) get(id raft.ServerID) (peerSeen, time.Time, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	var p peerSeen
+	if q := r.peers[id]; q != nil {
+		p = *q
+	}
+	return p, r.start, r.changed
+}
+
+// AppendEntries sends the request and records what the answer shows of the
+// peer's log. A request with no previous entry and no entries is a
+// heartbeat: its success proves nothing stored.
+func (w *leaderWatch) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := w.NetworkTransport.AppendEntries(id, target, args, resp)
+	if w.seen != nil {
+		stored := args.PrevLogEntry + uint64(len(args.Entries))
+		w.seen.observe(id, args.Term, stored, stored > 0, err == nil && resp.Success, err)
+	}
+	return err
+}
+
+// InstallSnapshot sends a snapshot and records what its answer shows.
+func (w *leaderWatch) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := w.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+	if w.seen != nil {
+		w.seen.observe(id, args.Term, args.LastLogIndex, true, err == nil && resp.Success, err)
+	}
+	return err
+}
+
+// AppendEntriesPipeline is refused while a standby is recorded, so that
+// raft replicates through AppendEntries, whose answers the leader reads
+// (pipelining is off by default anyway: see DESIGN.md).
+func (w *leaderWatch) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if w.noPipeline != nil && w.noPipeline() {
+		return nil, raft.ErrPipelineReplicationNotSupported
+	}
+	return w.NetworkTransport.AppendEntriesPipeline(id, target)
+}
+
+// awaitStandby returns once the standby has stored every entry up to index,
+// or at once when no standby is recorded in sync. While it waits, the
+// standby's being recorded out of sync (watchStandby), losing leadership or
+// shutting down ends the wait.
+func (n *Node) awaitStandby(ctx context.Context, index uint64) error {
+	if index == 0 {
+		return nil
+	}
+	var start time.Time
+	for {
+		sb, ok := n.fsm.StandbyInfo()
+		if !ok || !sb.InSync() {
+			return nil
+		}
+		if n.cfg.standbyNoWait() {
+			return nil // the planted bug standby-no-wait (faults.go)
+		}
+		if _, leads := n.Leadership(); !leads {
+			return ErrNotLeader
+		}
+		p, _, changed := n.seen.get(raft.ServerID(sb.ID))
+		if p.match >= index {
+			if !start.IsZero() {
+				n.cfg.Metrics.ObserveStandbyWait(time.Since(start))
+			}
+			return nil
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		// The timer re-reads the state now and then: the leader loop's
+		// step-down does not wake this wait.
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: waiting for standby %q to store index %d (it has %d): %v", ErrTimeout, sb.ID, index, p.match, ctx.Err())
+		case <-n.shutdownCh:
+			t.Stop()
+			return ErrShutdown
+		}
+		t.Stop()
+	}
+}
+
+// standbyWaitContext bounds a wait for the standby by its timeout plus two
+// election timeouts, past which the leader has recorded it out of sync
+// (releasing the wait) unless it lost leadership; the caller's own
+// deadline, which is a proposal's, does not cut it shorter.
+func (n *Node) standbyWaitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := time.Duration(fsm.DefaultStandbyTimeoutMs) * time.Millisecond
+	if sb, ok := n.fsm.StandbyInfo(); ok {
+		timeout = time.Duration(sb.TimeoutMs) * time.Millisecond
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout+2*n.cfg.ElectionTimeout)
+}
+
+// watchStandby runs while this node leads (one stretch): it records the
+// standby out of sync after its timeout without progress, in sync again
+// once it has caught up, and a fence when it answers that it was promoted.
+func (n *Node) watchStandby(l Leadership) {
+	t := time.NewTicker(n.standbyTick())
+	defer t.Stop()
+	var prevLast uint64
+	for {
+		if cur, ok := n.Leadership(); !ok || cur != l {
+			return
+		}
+		if err := n.checkStandby(&prevLast); err != nil {
+			n.log.Warn("could not record the standby's state", "term", l.Term, "err", err)
+		}
+		select {
+		case <-t.C:
+		case <-n.shutdownCh:
+			return
+		}
+	}
+}
+
+func (n *Node) standbyTick() time.Duration {
+	return max(min(n.cfg.HeartbeatTimeout/5, 100*time.Millisecond), 10*time.Millisecond)
+}
+
+// checkStandby makes one decision of watchStandby. prevLast is the leader's
+// last index at the previous check: a standby that has stored it has
+// caught up with where the log was then.
+func (n *Node) checkStandby(prevLast *uint64) error {
+	last := n.raft.LastIndex()
+	defer func() { *prevLast = last }()
+	sb, ok := n.fsm.StandbyInfo()
+	if !ok {
+		return nil
+	}
+	p, start, _ := n.seen.get(raft.ServerID(sb.ID))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
+	defer cancel()
+	if p.promoted != "" {
+		if _, fenced := n.fsm.Fenced(); !fenced {
+			n.log.Error("the standby answers that it was promoted: this cluster serves nothing more", "standby", sb.ID, "answer", p.promoted)
+			_, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyFence, ID: sb.ID, Reason: p.promoted, Stamp: n.Stamp()}))
+			return err
+		}
+		return nil
+	}
+	timeout := time.Duration(sb.TimeoutMs) * time.Millisecond
+	progress := p.lastProgress
+	if progress.Before(start) {
+		progress = start // a new leader gives the standby a full timeout
+	}
+	switch sb.State {
+	case fsm.StandbyStateInSync:
+		if time.Since(progress) < timeout || p.match >= last {
+			return nil
+		}
+		reason := fmt.Sprintf("no progress for %s (stored up to index %d of %d)", time.Since(progress).Round(time.Millisecond), p.match, last)
+		if p.lastContact.IsZero() {
+			reason = fmt.Sprintf("no answer for %s (stored up to index %d of %d)", time.Since(progress).Round(time.Millisecond), p.match, last)
+		}
+		n.log.Warn("recording the standby out of sync: going on without it", "standby", sb.ID, "reason", reason)
+		_, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyOutOfSync, ID: sb.ID, AckIndex: p.match, Reason: reason, Stamp: n.Stamp()}))
+		return err
+	default: // catching up, or out of sync
+		if n.cfg.HoldStandbyOutOfSync && sb.State == fsm.StandbyStateOutOfSync {
+			return nil
+		}
+		if p.lastProgress.IsZero() || time.Since(p.lastProgress) > timeout/2 || *prevLast == 0 || p.match < *prevLast {
+			return nil
+		}
+		n.log.Info("recording the standby in sync", "standby", sb.ID, "stored", p.match, "was", sb.State)
+		_, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyInSync, ID: sb.ID, AckIndex: p.match, Stamp: n.Stamp()}))
+		return err
+	}
+}
+
+// JoinStandby adds a disaster-recovery standby: a non-voting member that
+// receives the log and that the leader keeps within its bound. The standby
+// is recorded first (catching up, so nothing waits for it yet), then added
+// to Raft's configuration; both steps are idempotent, so a join that failed
+// half-way is retried whole.
+func (n *Node) JoinStandby(ctx context.Context, id, raftAddr, httpAddr string, bound, timeoutMs int64) error {
+	if _, ok := n.Leadership(); !ok {
+		return ErrNotLeader
+	}
+	if err := fsm.ValidateStandbySettings(bound, timeoutMs); err != nil {
+		return err
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	present := false
+	for _, s := range cf.Configuration().Servers {
+		switch {
+		case s.ID == raft.ServerID(id) && s.Suffrage == raft.Voter:
+			return fmt.Errorf("%w: %q is a voter; a standby is a member of its own (remove the voter first, or give the standby another id)", ErrMemberConflict, id)
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr):
+			present = true
+		case s.ID == raft.ServerID(id):
+			return fmt.Errorf("%w: member %q already has raft address %s; remove it first", ErrMemberConflict, id, s.Address)
+		case s.Address == raft.ServerAddress(raftAddr):
+			return fmt.Errorf("%w: raft address %s already belongs to member %q", ErrMemberConflict, raftAddr, s.ID)
+		}
+	}
+	if sb, ok := n.fsm.StandbyInfo(); ok && sb.ID != id {
+		return fmt.Errorf("%w: %q is the standby already; remove it first (one standby per cluster)", ErrMemberConflict, sb.ID)
+	}
+	if _, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyAdd, ID: id, Bound: bound, TimeoutMs: timeoutMs, Stamp: n.Stamp()})); err != nil {
+		if errors.Is(err, fsm.ErrStandbyConflict) {
+			return fmt.Errorf("%w: %v", ErrMemberConflict, err)
+		}
+		return err
+	}
+	if !present {
+		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
+			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
+		}
+		if err := n.addNonvoter(ctx, id, raftAddr); err != nil {
+			return err
+		}
+		n.log.Info("added standby", "id", id, "raft_addr", raftAddr, "bound", bound, "timeout_ms", timeoutMs)
+	}
+	want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
+	if m, ok := n.fsm.Member(id); ok && m == want {
+		return nil
+	}
+	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
+	return err
+}
+
+// addNonvoter adds a non-voting member whose binary knows the cluster's
+// feature level (as addVoter).
+func (n *Node) addNonvoter(ctx context.Context, id, raftAddr string) error {
+	n.levelMu.Lock()
+	defer n.levelMu.Unlock()
+	if err := n.checkJoinLevel(id, raftAddr); err != nil {
+		return err
+	}
+	return n.await(ctx, func() raft.Future {
+		return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+	})
+}
+
+// standbyStatus is the recorded standby with, on the leader, what it sees.
+func (n *Node) standbyStatus() *domain.StandbyStatus {
+	sb, ok := n.fsm.StandbyInfo()
+	if !ok {
+		return nil
+	}
+	out := &domain.StandbyStatus{
+		ID: sb.ID, State: sb.State, Bound: sb.Bound, Timeout: time.Duration(sb.TimeoutMs) * time.Millisecond,
+		SinceIndex: sb.SinceIndex, Reason: sb.Reason, OutOfSyncCount: sb.OutOfSyncCount,
+	}
+	if sb.SinceMs != 0 {
+		out.Since = time.UnixMilli(sb.SinceMs).UTC()
+	}
+	if _, leads := n.Leadership(); leads {
+		p, _, _ := n.seen.get(raft.ServerID(sb.ID))
+		last := n.raft.LastIndex()
+		seen := &domain.StandbySeen{AckIndex: p.match, LastContact: -1, LastProgress: -1, Promoted: p.promoted}
+		if last > p.match {
+			seen.LagEntries = last - p.match
+		}
+		if !p.lastContact.IsZero() {
+			seen.LastContact = time.Since(p.lastContact)
+		}
+		if !p.lastProgress.IsZero() {
+			seen.LastProgress = time.Since(p.lastProgress)
+		}
+		out.Seen = seen
+	}
+	return out
+}
+
+// StandbyStatus is the recorded standby (nil when none) as Status shows it.
+func (n *Node) StandbyStatus() *domain.StandbyStatus { return n.standbyStatus() }
+
+// refuseOldCluster answers, on a node promoted from a standby, the Raft
+// traffic of any server not in its configuration with the promotedMarker
+// error: the old primary's leader reads it and fences its cluster. Without
+// it an old leader of a higher term would make this node its follower
+// (hashicorp/raft checks terms, not cluster identities) and overwrite the
+// promoted state. Nothing is refused on a node that was never promoted.
+func (n *Node) refuseOldCluster(rpc raft.RPC) error {
+	if !n.promoted.Load() {
+		return nil
+	}
+	h, ok := rpc.Command.(raft.WithRPCHeader)
+	if !ok {
+		return nil
+	}
+	hdr := h.GetRPCHeader()
+	r := n.started.Load()
+	if r == nil || len(hdr.ID) == 0 {
+		return nil
+	}
+	for _, s := range r.GetConfiguration().Configuration().Servers {
+		if string(s.ID) == string(hdr.ID) && string(s.Address) == string(hdr.Addr) {
+			return nil
+		}
+	}
+	ps := n.fsm.Promotions()
+	p := ps[len(ps)-1]
+	return fmt.Errorf("%s %s was this cluster's standby and was promoted at index %d (advance %d): it is a cluster of its own, and %s at %s is not its member", promotedMarker, p.Standby, p.AtIndex, p.Advance, hdr.ID, hdr.Addr)
+}
+
+// SetHeartbeatHandler hands Raft's heartbeat fast path the same refusal as
+// the consumer: the transport answers heartbeats without the consumer, and
+// an old leader's heartbeat of a higher term would otherwise make a
+// promoted node step down and follow it.
+func (w *leaderWatch) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil || w.refuse == nil {
+		w.NetworkTransport.SetHeartbeatHandler(cb)
+		return
+	}
+	w.NetworkTransport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		if err := w.refuse(rpc); err != nil {
+			rpc.Respond(nil, err)
+			return
+		}
+		cb(rpc)
+	})
+}

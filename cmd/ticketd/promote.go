@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ticketd/ticketd/cluster"
+)
+
+// promoteCmd makes a stopped disaster-recovery standby a one-node cluster
+// (issue #34). It runs on the standby's machine, offline: the cluster it
+// was a standby of is gone, so there is nobody to ask.
+func promoteCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("promote", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", "", "the stopped standby's data directory (required)")
+	id := fs.String("id", "", "the standby's --id (read from the data directory when it records one)")
+	advance := fs.Int64("advance", 0, "raise every high-water mark by N instead of the recorded bound: required for a standby recorded out of sync (at least the IDs any sequence can have been given since), never below the bound")
+	output := fs.String("o", "text", "text or json")
+	fault := registerFaultFlag(fs)
+	if _, err := flagsAnywhere(fs, args); err != nil {
+		return err
+	}
+	if *dataDir == "" {
+		return usageError{"usage: ticketd promote --data-dir DIR [--advance N] [--id ID]\n" +
+			"  run it on the stopped standby once the primary region is lost; then start it with ticketd serve"}
+	}
+	if *advance < 0 {
+		return usageError{fmt.Sprintf("--advance %d: must not be negative", *advance)}
+	}
+	if *output != "text" && *output != "json" {
+		return usageError{fmt.Sprintf("-o %q: want text or json", *output)}
+	}
+	prepare, err := promoteFaults(*fault)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: *dataDir, ID: *id, Advance: *advance, Now: time.Now(), Prepare: prepare})
+	if err != nil {
+		if errors.Is(err, cluster.ErrPromote) {
+			return fmt.Errorf("%w\nnothing was changed in %s", err, *dataDir)
+		}
+		return err
+	}
+	p := rep.Result.Promotion
+	if *output == "json" {
+		return json.NewEncoder(stdout).Encode(map[string]any{
+			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance,
+			"state": p.State, "token_floor": p.TokenFloor, "sequences": rep.Result.Sequences,
+			"exhausted": rep.Result.Exhausted, "ended_leases": rep.Result.EndedLeases,
+		})
+	}
+	fmt.Fprintf(stdout, "promoted %s (raft %s): its state up to index %d is now a one-node cluster\n", rep.ID, rep.RaftAddr, rep.LastIndex)
+	fmt.Fprintf(stdout, "  standby was %s; every sequence's mark raised by %d (%d sequences)\n", p.State, p.Advance, rep.Result.Sequences)
+	if len(rep.Result.Exhausted) > 0 {
+		fmt.Fprintf(stdout, "  exhausted by the advance (fewer IDs left than it): %v\n", rep.Result.Exhausted)
+	}
+	fmt.Fprintf(stdout, "  %d worker-id leases ended: each id rests its TTL and recycle delay from when the new leader serves\n", rep.Result.EndedLeases)
+	fmt.Fprintf(stdout, "  lease fencing floor raised to %d\n", p.TokenFloor)
+	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s --raft-addr %s ... (without --standby or --join); point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
+	return nil
+}

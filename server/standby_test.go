@@ -1,0 +1,303 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/cluster"
+	"github.com/ticketd/ticketd/fsm"
+	"github.com/ticketd/ticketd/internal/testcluster"
+	"github.com/ticketd/ticketd/internal/testkit"
+	"github.com/ticketd/ticketd/server"
+)
+
+// Issue #34: a disaster-recovery standby that cannot reissue.
+
+const standbyTimeout = time.Second
+
+func addStandby(t *testing.T, tc *testcluster.Cluster, id string) *testcluster.Node {
+	t.Helper()
+	l := tc.Leader(10 * time.Second)
+	return tc.AddNodeWith(id, []string{tc.URL(l)}, func(cfg *server.Config) {
+		cfg.Standby = &server.StandbySettings{Timeout: standbyTimeout}
+	})
+}
+
+// standbyState is the standby's state as the current leader records it.
+func standbyState(tc *testcluster.Cluster) string {
+	l := tc.Leader(5 * time.Second)
+	if l == nil {
+		return ""
+	}
+	st, err := l.Srv.Node().Status()
+	if err != nil || st.Standby == nil {
+		return ""
+	}
+	return st.Standby.State
+}
+
+func waitStandbyState(t *testing.T, tc *testcluster.Cluster, want string, timeout time.Duration) {
+	t.Helper()
+	testkit.EventuallyErr(t, timeout, 20*time.Millisecond, "standby "+want, func() error {
+		if got := standbyState(tc); got != want {
+			return fmt.Errorf("state %q", got)
+		}
+		return nil
+	})
+}
+
+// primaryLoad reserves through the given nodes until stopped, logging every
+// acknowledged range.
+type primaryLoad struct {
+	stop     atomic.Bool
+	wg       sync.WaitGroup
+	log      testcluster.RangeLog
+	failures atomic.Int64
+}
+
+func startPrimaryLoad(nodes []*testcluster.Node, seq string, workers int, count int64) *primaryLoad {
+	g := &primaryLoad{}
+	for w := 0; w < workers; w++ {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			for i := w; !g.stop.Load() && i < 1_000_000; i++ {
+				r, status, err := testcluster.Reserve(nodes[i%len(nodes)], seq, count)
+				if err != nil || status != http.StatusOK {
+					g.failures.Add(1)
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				g.log.Add(r)
+			}
+		}()
+	}
+	return g
+}
+
+func (g *primaryLoad) halt() { g.stop.Store(true); g.wg.Wait() }
+
+func (g *primaryLoad) waitProgress(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	target := g.log.Len() + n
+	testkit.EventuallyErr(t, timeout, 5*time.Millisecond, "load to make progress", func() error {
+		if got := g.log.Len(); got < target {
+			return fmt.Errorf("%d ranges, want %d (failures %d)", got, target, g.failures.Load())
+		}
+		return nil
+	})
+}
+
+// TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued
+// is the issue's scenario in process: a 3-node primary and a standby, load
+// through the primary, the standby's link cut (the primary goes on, the
+// state flips to out of sync and back), the whole primary killed mid-load,
+// the standby promoted and serving: no acknowledged ID is handed out again.
+// Then the old primary comes back and is fenced by the promoted node.
+func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	tc.CreateSequence("orders", nil)
+	primary := tc.Running()
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+
+	// The standby issues nothing and forwards nothing.
+	if _, status, _ := testcluster.Reserve(dr, "orders", 1); status != http.StatusServiceUnavailable {
+		t.Fatalf("reserve on the standby: %d, want 503", status)
+	}
+
+	g := startPrimaryLoad(primary, "orders", 4, 1000)
+	defer g.halt()
+	g.waitProgress(t, 200, 15*time.Second)
+
+	// Cut the standby's link: the primary records it out of sync after
+	// its timeout and goes on.
+	tc.Net.Isolate("dr")
+	waitStandbyState(t, tc, api.StandbyOutOfSync, 10*time.Second)
+	g.waitProgress(t, 200, 15*time.Second)
+	tc.Net.Heal("dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	g.waitProgress(t, 200, 15*time.Second)
+
+	// The whole primary dies at once, mid-load.
+	for _, n := range primary {
+		tc.Kill(n.ID)
+	}
+	g.halt()
+	acked := g.log.Max()
+	t.Logf("primary acknowledged %d ranges up to %d (%d failed attempts)", g.log.Len(), acked, g.failures.Load())
+
+	tc.Kill("dr")
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Now: time.Now()})
+	if err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	if rep.Result.Promotion.State != fsm.StandbyStateInSync || rep.Result.Promotion.Advance != fsm.DefaultStandbyBound {
+		t.Fatalf("promotion %+v", rep.Result.Promotion)
+	}
+	// A second promotion of the same data is refused, and changes nothing.
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Now: time.Now()}); !errors.Is(err, fsm.ErrAlreadyPromoted) {
+		t.Fatalf("second promotion: %v", err)
+	}
+
+	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
+		r, status, err := testcluster.Reserve(dr, "orders", 1000)
+		if err != nil || status != http.StatusOK {
+			return fmt.Errorf("status %d err %v", status, err)
+		}
+		g.log.Add(r)
+		return nil
+	})
+	for range 50 {
+		r, status, err := testcluster.Reserve(dr, "orders", 1000)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("reserve on the promoted node: %d %v", status, err)
+		}
+		if r.First <= acked {
+			t.Fatalf("the promoted node handed out %+v, at or below %d that the primary acknowledged", r, acked)
+		}
+		g.log.Add(r)
+	}
+	g.log.CheckDisjoint(t)
+
+	// The old primary comes back: its leader's standby answers that it
+	// was promoted, the old cluster records a fence and serves nothing.
+	for _, n := range primary {
+		tc.Restart(n.ID)
+	}
+	testkit.EventuallyErr(t, 20*time.Second, 50*time.Millisecond, "the old primary to be fenced", func() error {
+		for _, n := range primary {
+			st, err := tc.Node(n.ID).Srv.Node().Status()
+			if err != nil {
+				return err
+			}
+			if st.Fence == nil {
+				return fmt.Errorf("%s not fenced (state %s)", n.ID, st.State)
+			}
+		}
+		return nil
+	})
+	for _, n := range primary {
+		if _, status, _ := testcluster.Reserve(tc.Node(n.ID), "orders", 1); status == http.StatusOK {
+			t.Fatalf("fenced %s served a reservation", n.ID)
+		}
+	}
+	// The promoted node was not made a follower of the old cluster.
+	r, status, err := testcluster.Reserve(dr, "orders", 1)
+	if err != nil || status != http.StatusOK || r.First <= acked {
+		t.Fatalf("promoted node after the old primary came back: %+v %d %v", r, status, err)
+	}
+	g.log.Add(r)
+	g.log.CheckDisjoint(t)
+}
+
+// TestPromote_Refusals: a running standby, a voter, a node that never was a
+// standby, an out-of-sync standby without --advance, an advance below the
+// bound: each refused with its reason, nothing changed.
+func TestPromote_Refusals(t *testing.T) {
+	tc := testcluster.New(t, 3, func(_ string, cfg *server.Config) { cfg.Cluster.HoldStandbyOutOfSync = true })
+	tc.CreateSequence("orders", nil)
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	if _, status, _ := testcluster.Reserve(tc.Leader(5*time.Second), "orders", 10); status != http.StatusOK {
+		t.Fatalf("reserve %d", status)
+	}
+
+	// Running: the log is locked.
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir}); !errors.Is(err, cluster.ErrPromote) {
+		t.Fatalf("promote a running standby: %v", err)
+	}
+	// A voter (stopped).
+	voter := tc.Running()[0]
+	if voter.ID == "dr" {
+		voter = tc.Running()[1]
+	}
+	tc.Kill(voter.ID)
+	_, err := cluster.Promote(cluster.PromoteOptions{DataDir: voter.Dir})
+	if !errors.Is(err, cluster.ErrPromote) || !containsAll(err.Error(), "is a voter") {
+		t.Fatalf("promote a voter: %v", err)
+	}
+	tc.Restart(voter.ID)
+	tc.WaitReady(10 * time.Second)
+
+	// Out of sync: cut it, let the primary record it, stop it.
+	// A standby that holds every entry is not out of sync, however long
+	// it is cut off: a new sequence gives it something to miss.
+	tc.Net.Isolate("dr")
+	if status, err := tc.Do(http.MethodPut, tc.URL(tc.Leader(5*time.Second))+"/v1/sequences/other", nil, nil); err != nil || status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, err)
+	}
+	waitStandbyState(t, tc, api.StandbyOutOfSync, 10*time.Second)
+	tc.Net.Heal("dr")
+	// HoldStandbyOutOfSync keeps the leader from recording it in sync
+	// again, so that its own log ends on the record.
+	testkit.EventuallyErr(t, 10*time.Second, 10*time.Millisecond, "the standby to store the out-of-sync record", func() error {
+		sb, ok := tc.Node("dr").Srv.Node().FSM().StandbyInfo()
+		if !ok || sb.State != fsm.StandbyStateOutOfSync {
+			return fmt.Errorf("standby's own record %+v", sb)
+		}
+		return nil
+	})
+	tc.Kill("dr")
+	_, err = cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir})
+	if !errors.Is(err, fsm.ErrStandbyNotInSync) || !containsAll(err.Error(), "out of sync at index", "--advance") {
+		t.Fatalf("promote out of sync without --advance: %v", err)
+	}
+	_, err = cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: fsm.DefaultStandbyBound - 1})
+	if !errors.Is(err, fsm.ErrAdvanceTooSmall) {
+		t.Fatalf("promote with an advance below the bound: %v", err)
+	}
+	// Wrong --id.
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, ID: "n1"}); !errors.Is(err, cluster.ErrPromote) {
+		t.Fatalf("promote with another node's id: %v", err)
+	}
+	// Nothing changed: the standby rejoins as it was.
+	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the standby to answer again", func() bool {
+		st, err := tc.Node("dr").Srv.Node().Status()
+		return err == nil && st.ThisNodeStandby && st.Standby.State == api.StandbyOutOfSync
+	})
+}
+
+// TestStandby_JoinRules: one standby per cluster; the standby's id cannot
+// join as a voter; bad settings are refused before anything changes.
+func TestStandby_JoinRules(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	l := tc.Leader(5 * time.Second)
+	for _, tc2 := range []struct {
+		name string
+		req  api.JoinRequest
+		want int
+	}{
+		{"second standby", api.JoinRequest{ID: "dr2", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2", Standby: true}, http.StatusConflict},
+		{"standby as voter", api.JoinRequest{ID: "dr", RaftAddr: dr.RaftAddr, HTTPAddr: dr.HTTPAddr}, http.StatusConflict},
+		{"bound too small", api.JoinRequest{ID: "dr", RaftAddr: dr.RaftAddr, HTTPAddr: dr.HTTPAddr, Standby: true, StandbyBound: 5}, http.StatusBadRequest},
+		{"settings without standby", api.JoinRequest{ID: "x", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2", StandbyTimeoutMs: 10}, http.StatusBadRequest},
+	} {
+		var p api.Problem
+		status, err := tc.Do(http.MethodPost, tc.URL(l)+"/v1/cluster/members", tc2.req, &p)
+		if err != nil || status != tc2.want {
+			t.Errorf("%s: %d %v (%+v), want %d", tc2.name, status, err, p, tc2.want)
+		}
+	}
+	if got := standbyState(tc); got != api.StandbyInSync {
+		t.Fatalf("after refused joins the standby is %q", got)
+	}
+	// Removing the standby drops its record (and the bound with it).
+	if status, err := tc.Do(http.MethodDelete, tc.URL(l)+"/v1/cluster/members/dr", nil, nil); err != nil || status != http.StatusNoContent {
+		t.Fatalf("remove the standby: %d %v", status, err)
+	}
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the standby's record to go", func() bool {
+		_, ok := tc.Leader(5 * time.Second).Srv.Node().FSM().StandbyInfo()
+		return !ok
+	})
+}
