@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"time"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
