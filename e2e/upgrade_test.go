@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,7 +62,7 @@ func TestBinary_StartIntoAClusterOfAnUnknownLevel_StopsNamingBothLevels(t *testi
 		t.Fatalf("n1 kept running on a log of level %d: %v\n%s", future, err, n.lastLog())
 	}
 	log := n.lastLog()
-	for _, want := range []string{"the cluster's feature level is 4", "this binary knows levels up to 3"} {
+	for _, want := range []string{fmt.Sprintf("the cluster's feature level is %d", future), fmt.Sprintf("this binary knows levels up to %d", fsm.CurrentLevel)} {
 		if !strings.Contains(log, want) {
 			t.Fatalf("n1's log does not say %q:\n%s", want, log)
 		}
