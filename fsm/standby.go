@@ -296,15 +296,15 @@ type PromoteResult struct {
 	Promotion   Promotion
 	Sequences   int
 	Exhausted   []string // sequences the advance used up (never wrapped)
-	EndedLeases int
+	HeldLeases int // leases still held: each is timed out afresh by the new leader
 }
 
 // Promote makes the standby id's state the state of a new cluster: every
 // sequence's mark rises by the advance (PromoteCheck), stopping at its max
-// (exhausted, never wrapped); every lease that is not free ends (state
-// ended, reason "promoted"), so its worker id rests a full TTL and recycle
-// delay, timed by the new leader from when it serves, before anyone gets it
-// again; the fencing floor rises above every index the old cluster can have
+// (exhausted, never wrapped); every held lease stays held with a new
+// version, so the new leader times it out with a full TTL and then rests
+// its worker id a recycle delay before anyone gets it again; the fencing
+// floor rises above every index the old cluster can have
 // used; the standby record is dropped and the promotion recorded. It is not
 // an entry: the caller (ticketd promote) applies it to the recovered state
 // before that state is written as the new cluster's snapshot.
@@ -328,13 +328,16 @@ func (f *FSM) Promote(id string, advance int64, atMs int64) (PromoteResult, erro
 			s.Issued += adv
 		}
 	}
+	// Held leases stay held: the new leader's lessor restarts a full TTL
+	// for each (their version changes) and then the recycle delay, so no
+	// worker id leased in the old region is granted before its TTL plus
+	// recycle delay from when the promoted node serves, which is after the
+	// old region was lost and so after the holder's last renewal.
 	for _, byID := range f.leases {
 		for _, l := range byID {
 			l.Version = f.lastIndex
-			if l.State != LeaseFree {
-				l.ExpiresMs, l.ReleasedMs = max(l.ExpiresMs, atMs), 0
-				l.State, l.EndReason = LeaseEnded, "promoted"
-				res.EndedLeases++
+			if l.State == LeaseHeld {
+				res.HeldLeases++
 			}
 		}
 	}

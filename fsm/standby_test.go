@@ -186,8 +186,8 @@ func TestPromote_InSync_AdvancesByTheBound_EndsLeases_RaisesTheFloor(t *testing.
 		t.Fatalf("tiny after promotion %+v, exhausted %v: the advance stops at max, loudly", s, res.Exhausted)
 	}
 	ls := a.f.Leases("flakes")
-	if len(ls) != 1 || ls[0].State != fsm.LeaseEnded || ls[0].EndReason != "promoted" {
-		t.Fatalf("leases after promotion %+v", ls)
+	if len(ls) != 1 || ls[0].State != fsm.LeaseHeld || ls[0].Version != res.Promotion.AtIndex || res.HeldLeases != 1 {
+		t.Fatalf("leases after promotion %+v (%+v): want the lease still held, with the promotion's index as its version so that the new leader times it afresh", ls, res)
 	}
 	if _, ok := a.f.StandbyInfo(); ok {
 		t.Fatal("the promoted node still records itself as a standby")

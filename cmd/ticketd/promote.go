@@ -51,7 +51,7 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 		return json.NewEncoder(stdout).Encode(map[string]any{
 			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance,
 			"state": p.State, "token_floor": p.TokenFloor, "sequences": rep.Result.Sequences,
-			"exhausted": rep.Result.Exhausted, "ended_leases": rep.Result.EndedLeases,
+			"exhausted": rep.Result.Exhausted, "held_leases": rep.Result.HeldLeases,
 		})
 	}
 	fmt.Fprintf(stdout, "promoted %s (raft %s): its state up to index %d is now a one-node cluster\n", rep.ID, rep.RaftAddr, rep.LastIndex)
@@ -59,7 +59,7 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	if len(rep.Result.Exhausted) > 0 {
 		fmt.Fprintf(stdout, "  exhausted by the advance (fewer IDs left than it): %v\n", rep.Result.Exhausted)
 	}
-	fmt.Fprintf(stdout, "  %d worker-id leases ended: each id rests its TTL and recycle delay from when the new leader serves\n", rep.Result.EndedLeases)
+	fmt.Fprintf(stdout, "  %d worker-id leases held: each is timed out with a full TTL, then its id rests the recycle delay, from when the new leader serves\n", rep.Result.HeldLeases)
 	fmt.Fprintf(stdout, "  lease fencing floor raised to %d\n", p.TokenFloor)
 	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s --raft-addr %s ... (without --standby or --join); point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
 	return nil
