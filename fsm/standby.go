@@ -293,10 +293,10 @@ func (f *FSM) promoteCheckLocked(id string, advance int64) (int64, error) {
 
 // PromoteResult is what a promotion did.
 type PromoteResult struct {
-	Promotion   Promotion
-	Sequences   int
-	Exhausted   []string // sequences the advance used up (never wrapped)
-	HeldLeases int // leases still held: each is timed out afresh by the new leader
+	Promotion  Promotion
+	Sequences  int
+	Exhausted  []string // sequences the advance used up (never wrapped)
+	HeldLeases int      // leases still held: each is timed out afresh by the new leader
 }
 
 // Promote makes the standby id's state the state of a new cluster: every
