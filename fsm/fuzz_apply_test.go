@@ -118,8 +118,24 @@ func FuzzApplyLog(f *testing.F) {
 			t.Fatalf("twins fed the same log persist different snapshots\n%s\n%s", snap, other)
 		}
 		var backup bytes.Buffer
-		if err := twins[0].Backup(&backup); err != nil || !bytes.Equal(backup.Bytes(), snap) {
-			t.Fatalf("a backup is not the snapshot's bytes (%v)", err)
+		_, hasStandby := twins[0].StandbyInfo()
+		_, hasFence := twins[0].Fenced()
+		if err := twins[0].Backup(&backup); err != nil {
+			t.Fatal(err)
+		}
+		if !hasStandby && !hasFence && !bytes.Equal(backup.Bytes(), snap) {
+			t.Fatal("a backup is not the snapshot's bytes")
+		}
+		if hasStandby || hasFence { // the cluster's, not the data's: a backup leaves them out
+			b := fsm.New()
+			if err := b.Restore(io.NopCloser(bytes.NewReader(backup.Bytes()))); err != nil {
+				t.Fatalf("the backup does not restore: %v", err)
+			}
+			_, bs := b.StandbyInfo()
+			_, bf := b.Fenced()
+			if bs || bf || !reflect.DeepEqual(b.Sequences(), twins[0].Sequences()) {
+				t.Fatal("a backup carried the standby or the fence, or not the sequences")
+			}
 		}
 		r := fsm.New()
 		if err := r.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
@@ -191,6 +207,7 @@ const (
 	macroLegacy                      // acquire/renew/release, namespace, worker, token, holder, request id, stamp
 	macroRestore                     // backup, advance, stamp
 	macroReserveBlocks               // requests (1-5), stamp, then name, count, min of each
+	macroStandby                     // op, id, bound, timeout, stamp (issue #34)
 	macroCount
 )
 
@@ -304,6 +321,11 @@ func (b *logBuilder) entry(chunk []byte, st *fsm.FSM) []byte {
 				Count: pick(p, 3+3*i, fuzzCounts...), Min: pick(p, 4+3*i, fuzzCounts...)})
 		}
 		return fsm.EncodeReserveBlocks(c)
+	case macroStandby:
+		return fsm.EncodeStandbyOp(fsm.StandbyOp{
+			Op: pick(p, 0, fsm.StandbyAdd, fsm.StandbyInSync, fsm.StandbyOutOfSync, fsm.StandbyRemove, fsm.StandbyFence, "promote"),
+			ID: pick(p, 1, "dr1", "dr2", ""), Bound: pick(p, 2, fsm.DefaultStandbyBound, 2*fsm.DefaultStandbyBound, 5, 0, math.MaxInt64),
+			TimeoutMs: pick(p, 3, int64(fsm.DefaultStandbyTimeoutMs), 100, 5, 0), Stamp: stampAt(p, 4)})
 	}
 	panic("unreachable")
 }
@@ -378,6 +400,8 @@ type observed struct {
 	Leases     [][]fsm.Lease
 	Audit      []fsm.AuditRecord
 	Changes    uint64
+	Standby    *fsm.Standby
+	Fence      *fsm.Fence
 }
 
 func observe(f *fsm.FSM) observed {
@@ -385,6 +409,12 @@ func observe(f *fsm.FSM) observed {
 		Audit: f.Audit(0, fsm.AuditRetention), Changes: f.LeaseChanges()}
 	for _, n := range o.Namespaces {
 		o.Leases = append(o.Leases, f.Leases(n.Name))
+	}
+	if sb, ok := f.StandbyInfo(); ok {
+		o.Standby = &sb
+	}
+	if fe, ok := f.Fenced(); ok {
+		o.Fence = &fe
 	}
 	return o
 }
@@ -456,6 +486,15 @@ func applyLogSeeds() []applyLogSeed {
 			m(macroReserveBlocks, 3, 1, 0, 2, 0, 1, 1, 1, 2, 0, 0, 0, 5, 1), m(macroReserveBlocks, 0, 0, 1, 6, 6),
 			m(macroReserveBlocks, 4, 2, 0, 0, 0, 0, 3, 1, 0, 1, 0, 1, 4, 4, 3, 3, 0),
 			m(macroMember, 0, 0), m(macroMember, 0, 2), m(macroMember, 1, 0), m(macroMember, 1, 1),
+		}},
+		// A standby through its states, with blocks capped at its bound
+		// and a batch naming a sequence twice (issue #34).
+		{false, [][]byte{
+			m(macroCreateSequence, 0, 0, 2), m(macroReserve, 0, 6, 0), m(macroStandby, 0, 0, 0, 0, 1),
+			m(macroReserve, 0, 6, 0), m(macroReserveBlocks, 2, 1, 0, 6, 0, 0, 6, 0), m(macroStandby, 1, 0), m(macroStandby, 1, 0),
+			m(macroStandby, 0, 1, 0, 0), m(macroStandby, 0, 0, 1, 0), m(macroStandby, 0, 0, 2, 2), m(macroStandby, 2, 0, 0, 0, 3),
+			m(macroStandby, 5, 0), m(macroStandby, 4, 2), m(macroStandby, 4, 0, 0, 0, 4), m(macroStandby, 3, 1), m(macroStandby, 3, 0),
+			m(macroReserve, 0, 6, 0),
 		}},
 		// A lease through all its states, twice over, and legacy leases.
 		{false, [][]byte{
