@@ -237,7 +237,7 @@ type JoinRequest struct {
 	// Standby asks to join as the cluster's disaster-recovery standby (a
 	// non-voting member; see StandbyStatus), with its bound in IDs per
 	// sequence (0: 10,000,000, the largest reservation) and the time it
-	// may make no progress before it is recorded out of sync (0: 30 s).
+	// may make no progress before it is recorded out of sync (0: 10 s).
 	Standby          bool  `json:"standby,omitempty"`
 	StandbyBound     int64 `json:"standby_bound,omitempty"`
 	StandbyTimeoutMs int64 `json:"standby_timeout_ms,omitempty"`
@@ -306,7 +306,7 @@ type ClusterStatus struct {
 // Defaults of a standby's settings (JoinRequest).
 const (
 	DefaultStandbyBound     int64 = MaxReserveCount
-	DefaultStandbyTimeoutMs int64 = 30_000
+	DefaultStandbyTimeoutMs int64 = 10_000
 )
 
 // Standby states.

@@ -59,7 +59,7 @@ const (
 	MinStandbyBound = api.MaxReserveCount
 	// DefaultStandbyTimeoutMs is how long the standby may be unreachable
 	// before the leader records it out of sync and goes on without it.
-	DefaultStandbyTimeoutMs = 30_000
+	DefaultStandbyTimeoutMs = 10_000
 	MinStandbyTimeoutMs     = 100
 	MaxStandbyTimeoutMs     = 3_600_000
 )

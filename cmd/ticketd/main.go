@@ -209,7 +209,7 @@ func serve(args []string, stderr io.Writer) error {
 	join := fs.String("join", "", "API URL(s) of existing members to join through, comma-separated")
 	standby := fs.Bool("standby", false, "join as the cluster's disaster-recovery standby: a non-voting member, typically in another region, that issues no IDs until promoted (ticketd promote); needs --join")
 	standbyBound := fs.Int64("standby-bound", 0, "with --standby: IDs per sequence the leader may serve past what this standby has stored (default 10000000, also the least)")
-	standbyTimeout := fs.Duration("standby-timeout", 0, "with --standby: how long this standby may make no progress before the leader records it out of sync and goes on without it (default 30s)")
+	standbyTimeout := fs.Duration("standby-timeout", 0, "with --standby: how long this standby may make no progress before the leader records it out of sync and goes on without it (default 10s: the SDK caches about 10 s of IDs, so its callers ride through the wait)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	raftLogLevel := fs.String("raft-log-level", "warn", "level of hashicorp/raft's own log lines")
@@ -523,7 +523,7 @@ func joinCmd(args []string, stdout, stderr io.Writer) error {
 	httpAddr := fs.String("http-addr", "", "API host:port of the node to add")
 	standby := fs.Bool("standby", false, "add it as the cluster's disaster-recovery standby (non-voting; see ticketd serve --standby)")
 	standbyBound := fs.Int64("standby-bound", 0, "with --standby: IDs per sequence the leader may serve past what the standby has stored (default 10000000)")
-	standbyTimeout := fs.Duration("standby-timeout", 0, "with --standby: how long it may make no progress before it is recorded out of sync (default 30s)")
+	standbyTimeout := fs.Duration("standby-timeout", 0, "with --standby: how long it may make no progress before it is recorded out of sync (default 10s)")
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
 	}
