@@ -203,7 +203,17 @@ func (n *Node) reserveEach(ctx context.Context, reqs []fsm.BlockRequest, stamp f
 // id and fencing token the primary handed out.
 func (n *Node) ApplyLeaseOp(ctx context.Context, op fsm.LeaseOp) (any, error) {
 	op.Stamp = n.Stamp()
-	resp, index, err := n.applyIndexed(ctx, fsm.EncodeLeaseOp(op))
+	return n.ApplyOnStandby(ctx, fsm.EncodeLeaseOp(op))
+}
+
+// ApplyOnStandby is Apply for an entry whose answer promises something a
+// promoted standby must keep: a worker id or fencing token handed out, a
+// raised mark (IDs at or below it belong to another generator), a restore.
+// While a standby is recorded in sync, the answer waits until it has stored
+// the entry (standby.go). Blocks need no such wait per entry: ReserveBlocks
+// waits for what comes before each block.
+func (n *Node) ApplyOnStandby(ctx context.Context, cmd []byte) (any, error) {
+	resp, index, err := n.applyIndexed(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}

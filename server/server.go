@@ -601,7 +601,7 @@ func (st store) CreateSequence(ctx context.Context, c domain.SequenceSettings) (
 // hangs up ends this wait, never the entry, and the cut must not depend on
 // who still waits for the answer (issue 30).
 func (st store) RaiseSequence(ctx context.Context, name string, atLeast int64) (domain.RaiseResult, error) {
-	resp, err := st.s.node.Apply(ctx, fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: atLeast, Stamp: st.s.node.Stamp()}))
+	resp, err := st.s.node.ApplyOnStandby(ctx, fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: atLeast, Stamp: st.s.node.Stamp()}))
 	if err != nil {
 		return domain.RaiseResult{}, kindOf(err)
 	}
@@ -753,7 +753,7 @@ func (st store) Restore(ctx context.Context, backup []byte, advance int64) error
 	if err != nil {
 		return kindOf(err)
 	}
-	resp, err := st.s.node.Apply(ctx, fsm.EncodeRestoreBackup(fsm.RestoreBackup{Backup: backup, Advance: advance, Stamp: st.s.node.Stamp()}))
+	resp, err := st.s.node.ApplyOnStandby(ctx, fsm.EncodeRestoreBackup(fsm.RestoreBackup{Backup: backup, Advance: advance, Stamp: st.s.node.Stamp()}))
 	if err != nil {
 		return kindOf(err)
 	}
