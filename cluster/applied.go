@@ -36,6 +36,9 @@ func (f appliedFSM) Apply(l *raft.Log) any {
 		if _, fenced := f.FSM.Fenced(); fenced {
 			f.n.requestReestablish()
 		}
+		if sb, ok := f.FSM.StandbyInfo(); ok && sb.ID == f.n.cfg.ID && sb.InSync() && sb.SinceIndex == l.Index {
+			f.n.fresh.inSync(l.Index)
+		}
 	}
 	switch resp.(type) {
 	case fsm.RestoreResult:

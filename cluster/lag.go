@@ -29,6 +29,8 @@ type leaderWatch struct {
 	seen       *replicationSeen
 	noPipeline func() bool
 	refuse     func(rpc raft.RPC) error
+	// onCommit is told of every leader commit index seen (freshStart).
+	onCommit func(uint64)
 
 	once     sync.Once
 	consumer chan raft.RPC
@@ -76,6 +78,9 @@ func (w *leaderWatch) relay(in <-chan raft.RPC) {
 }
 
 func (w *leaderWatch) sawCommit(index uint64) {
+	if w.onCommit != nil {
+		w.onCommit(index)
+	}
 	for {
 		cur := w.leaderCommit.Load()
 		if index <= cur || w.leaderCommit.CompareAndSwap(cur, index) {

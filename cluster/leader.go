@@ -182,8 +182,11 @@ func (n *Node) establish(term uint64) {
 		}
 		return
 	}
-	l := Leadership{Epoch: n.epoch.Add(1), Term: term}
 	n.seen.reset(term) // before anything waits on the standby in this stretch
+	if !n.heardFromStandby(term) {
+		return
+	}
+	l := Leadership{Epoch: n.epoch.Add(1), Term: term}
 	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(&l)
 	n.log.Info("serving as leader", "term", term)

@@ -59,6 +59,11 @@ type Node struct {
 	// promoted is set when this node's data was promoted from a standby:
 	// it then refuses its old cluster's Raft traffic (refuseOldCluster).
 	promoted atomic.Bool
+	// ready is closed once Start has read the restored state: the
+	// transport hands Raft no RPC before (refuseOldCluster).
+	ready chan struct{}
+	// fresh marks a data directory that started empty (standby.go).
+	fresh freshStart
 
 	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
 	listener LeadershipListener
@@ -119,6 +124,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		obsCh:          make(chan raft.Observation, 64),
 		reestablishReq: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
+		ready:          make(chan struct{}),
 	}
 	n.health.onFail = func(err error, kind string) {
 		n.log.Error("cannot write to the Raft log: not ready until a write succeeds", "kind", kind, "err", err, "data_dir", cfg.DataDir)
@@ -146,6 +152,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	existing, err := raft.HasExistingState(n.store, n.store, n.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("read raft state: %w", err)
+	}
+	if err := n.fresh.open(cfg.DataDir, existing); err != nil {
+		return nil, err
 	}
 	if !existing {
 		if err := n.bootstrap(rc); err != nil {
@@ -177,6 +186,7 @@ func (n *Node) Start(listener LeadershipListener) error {
 	n.raft = r
 	n.stopRaft = func() error { return r.Shutdown().Error() }
 	n.started.Store(r)
+	close(n.ready)
 	if n.cfg.Metrics != nil {
 		n.cfg.Metrics.Register(newRaftCollector(n))
 	}
@@ -276,6 +286,7 @@ func (n *Node) openNetwork() error {
 	n.watch.seen = &n.seen
 	n.watch.noPipeline = func() bool { _, ok := n.fsm.StandbyInfo(); return ok }
 	n.watch.refuse = n.refuseOldCluster
+	n.watch.onCommit = n.fresh.sawCommit
 	n.probeClient = newProbeClient(n.mux.dial)
 	n.verifier = newVerifier(func() (uint64, error) {
 		start := time.Now()

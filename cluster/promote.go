@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/ticketd/ticketd/fsm"
 )
@@ -111,7 +112,7 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bbolt.Options{Timeout: checkLockTimeout}})
 	if err != nil {
 		return rep, refuse("open %s: %v (is a ticketd running on it?)", logPath, err)
 	}
@@ -156,10 +157,20 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 	if _, err := f.PromoteCheck(id, o.Advance); err != nil {
 		return rep, fmt.Errorf("%w: %w", ErrPromote, err)
 	}
+	freshPath := filepath.Join(o.DataDir, freshStartFile)
+	if _, err := os.Stat(freshPath); err == nil && o.Advance == 0 {
+		return rep, fmt.Errorf("%w: %w: this data directory started empty (%s) and has not applied an in-sync record of itself since it caught up, so its own in-sync record may predate what it once acknowledged (a standby that lost its disk and rejoined): give --advance N, at least the IDs any sequence can have been given since it rejoined, and at least the bound", ErrPromote, fsm.ErrStandbyNotInSync, freshPath)
+	}
 
 	// Now write: RecoverCluster replays the same state into a fresh state
 	// machine, whose Snapshot applies the promotion first.
-	pf := &promotingFSM{FSM: fsm.New(), id: id, advance: o.Advance, now: o.Now}
+	var old []string
+	for _, s := range conf.Servers {
+		if string(s.ID) != id {
+			old = append(old, string(s.ID))
+		}
+	}
+	pf := &promotingFSM{FSM: fsm.New(), id: id, advance: o.Advance, now: o.Now, oldMembers: old}
 	if o.Prepare != nil {
 		o.Prepare(pf.FSM)
 	}
@@ -175,6 +186,7 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 		return rep, fmt.Errorf("promote: %w", err)
 	}
 	rep.Result = pf.res
+	_ = os.Remove(freshPath) // the advance was given, and the data is a cluster's own now
 	return rep, nil
 }
 
@@ -254,15 +266,16 @@ func describeServers(c raft.Configuration) string {
 // RecoverCluster asks for the snapshot it writes as the new cluster's.
 type promotingFSM struct {
 	*fsm.FSM
-	id      string
-	advance int64
-	now     time.Time
-	res     fsm.PromoteResult
-	err     error
+	id         string
+	advance    int64
+	now        time.Time
+	oldMembers []string
+	res        fsm.PromoteResult
+	err        error
 }
 
 func (p *promotingFSM) Snapshot() (raft.FSMSnapshot, error) {
-	p.res, p.err = p.FSM.Promote(p.id, p.advance, p.now.UnixMilli())
+	p.res, p.err = p.FSM.Promote(p.id, p.advance, p.now.UnixMilli(), p.oldMembers)
 	if p.err != nil {
 		return nil, p.err
 	}

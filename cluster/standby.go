@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +51,50 @@ type replicationSeen struct {
 	start   time.Time
 	peers   map[raft.ServerID]*peerSeen
 	changed chan struct{} // closed and replaced when a match index rises
+	// waits holds the start of every wait for the standby in progress:
+	// one older than the timeout means the standby keeps too far behind,
+	// even while it makes progress.
+	waits  map[uint64]time.Time
+	waitID uint64
+}
+
+// waitStarted registers a wait for the standby; done unregisters it.
+func (r *replicationSeen) waitStarted() (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waits == nil {
+		r.waits = map[uint64]time.Time{}
+	}
+	r.waitID++
+	id := r.waitID
+	r.waits[id] = time.Now()
+	return func() {
+		r.mu.Lock()
+		delete(r.waits, id)
+		r.mu.Unlock()
+	}
+}
+
+// oldestWait is the start of the oldest wait in progress (zero if none).
+func (r *replicationSeen) oldestWait() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var oldest time.Time
+	for _, t := range r.waits {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	return oldest
+}
+
+// clearRegressed forgets a regression once it is recorded.
+func (r *replicationSeen) clearRegressed(id raft.ServerID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.peers[id]; p != nil {
+		p.regressed = ""
+	}
 }
 
 type peerSeen struct {
@@ -55,6 +102,11 @@ type peerSeen struct {
 	lastContact  time.Time // any answer
 	lastProgress time.Time // an answer that showed the log stored
 	promoted     string    // the peer's "promoted" answer
+	// regressed is set when the peer answered that its log ends below
+	// what it had acknowledged in this term: it lost entries (a wiped
+	// disk rejoined under the same id), so its own state can no longer
+	// be trusted to hold what it acknowledged.
+	regressed string
 }
 
 // reset starts a new stretch: matches seen in an earlier term say nothing
@@ -84,7 +136,7 @@ func (r *replicationSeen) wake() {
 // observe records the answer to an AppendEntries (or, with snapshot set, an
 // InstallSnapshot) request of term sent to id: stored is the index the
 // answer proves stored when it succeeded.
-func (r *replicationSeen) observe(id raft.ServerID, term uint64, stored uint64, proves, success bool, err error) {
+func (r *replicationSeen) observe(id raft.ServerID, term uint64, stored uint64, proves, success bool, lastLog uint64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.peers == nil || term != r.term {
@@ -103,6 +155,12 @@ func (r *replicationSeen) observe(id raft.ServerID, term uint64, stored uint64, 
 	}
 	now := time.Now()
 	p.lastContact = now
+	if !success && lastLog < p.match {
+		// Its log ends below what it acknowledged: it lost entries.
+		// Only what it holds now counts.
+		p.regressed = fmt.Sprintf("its log ends at index %d, below the %d it had acknowledged: it lost entries", lastLog, p.match)
+		p.match = lastLog
+	}
 	if success && proves {
 		p.lastProgress = now
 		if stored > p.match {
@@ -134,7 +192,12 @@ func (w *leaderWatch) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 	err := w.NetworkTransport.AppendEntries(id, target, args, resp)
 	if w.seen != nil {
 		stored := args.PrevLogEntry + uint64(len(args.Entries))
-		w.seen.observe(id, args.Term, stored, stored > 0, err == nil && resp.Success, err)
+		success := err == nil && resp.Success
+		lastLog := stored
+		if err == nil && !resp.Success && resp.Term == args.Term {
+			lastLog = resp.LastLog // a refusal of this term: its log ends there
+		}
+		w.seen.observe(id, args.Term, stored, stored > 0, success, lastLog, err)
 	}
 	return err
 }
@@ -143,7 +206,7 @@ func (w *leaderWatch) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 func (w *leaderWatch) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	err := w.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
 	if w.seen != nil {
-		w.seen.observe(id, args.Term, args.LastLogIndex, true, err == nil && resp.Success, err)
+		w.seen.observe(id, args.Term, args.LastLogIndex, true, err == nil && resp.Success, args.LastLogIndex, err)
 	}
 	return err
 }
@@ -187,6 +250,7 @@ func (n *Node) awaitStandby(ctx context.Context, index uint64) error {
 		}
 		if start.IsZero() {
 			start = time.Now()
+			defer n.seen.waitStarted()()
 		}
 		// The timer re-reads the state now and then: the leader loop's
 		// step-down does not wake this wait.
@@ -271,13 +335,23 @@ func (n *Node) checkStandby(prevLast *uint64) error {
 	}
 	switch sb.State {
 	case fsm.StandbyStateInSync:
-		if time.Since(progress) < timeout || p.match >= last {
+		var reason string
+		oldest := n.seen.oldestWait()
+		switch {
+		case p.regressed != "":
+			reason = p.regressed
+		case !oldest.IsZero() && time.Since(oldest) >= timeout:
+			// It makes progress, but not enough: blocks have waited
+			// for it longer than its timeout.
+			reason = fmt.Sprintf("a block has waited %s for it (stored up to index %d of %d)", time.Since(oldest).Round(time.Millisecond), p.match, last)
+		case time.Since(progress) < timeout || p.match >= last:
 			return nil
-		}
-		reason := fmt.Sprintf("no progress for %s (stored up to index %d of %d)", time.Since(progress).Round(time.Millisecond), p.match, last)
-		if p.lastContact.IsZero() {
+		case p.lastContact.IsZero():
 			reason = fmt.Sprintf("no answer for %s (stored up to index %d of %d)", time.Since(progress).Round(time.Millisecond), p.match, last)
+		default:
+			reason = fmt.Sprintf("no progress for %s (stored up to index %d of %d)", time.Since(progress).Round(time.Millisecond), p.match, last)
 		}
+		defer n.seen.clearRegressed(raft.ServerID(sb.ID))
 		n.log.Warn("recording the standby out of sync: going on without it", "standby", sb.ID, "reason", reason)
 		_, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyOutOfSync, ID: sb.ID, AckIndex: p.match, Reason: reason, Stamp: n.Stamp()}))
 		return err
@@ -288,6 +362,7 @@ func (n *Node) checkStandby(prevLast *uint64) error {
 		if p.lastProgress.IsZero() || time.Since(p.lastProgress) > timeout/2 || *prevLast == 0 || p.match < *prevLast {
 			return nil
 		}
+		n.seen.clearRegressed(raft.ServerID(sb.ID)) // a regression before this catch-up is behind it
 		n.log.Info("recording the standby in sync", "standby", sb.ID, "stored", p.match, "was", sb.State)
 		_, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyInSync, ID: sb.ID, AckIndex: p.match, Stamp: n.Stamp()}))
 		return err
@@ -403,6 +478,14 @@ func (n *Node) StandbyStatus() *domain.StandbyStatus { return n.standbyStatus() 
 // (hashicorp/raft checks terms, not cluster identities) and overwrite the
 // promoted state. Nothing is refused on a node that was never promoted.
 func (n *Node) refuseOldCluster(rpc raft.RPC) error {
+	// Nothing reaches Raft before Start has read the restored state: an
+	// old leader's entry in that window would be appended to the promoted
+	// log (the snapshot RecoverCluster wrote matches its previous entry).
+	select {
+	case <-n.ready:
+	case <-n.shutdownCh:
+		return ErrShutdown
+	}
 	if !n.promoted.Load() {
 		return nil
 	}
@@ -412,15 +495,18 @@ func (n *Node) refuseOldCluster(rpc raft.RPC) error {
 	}
 	hdr := h.GetRPCHeader()
 	r := n.started.Load()
-	if r == nil || len(hdr.ID) == 0 {
-		return nil
+	if r == nil || len(hdr.ID) == 0 || !n.fsm.OldMembers()[string(hdr.ID)] {
+		return nil // not from the cluster this node was promoted away from
 	}
 	for _, s := range r.GetConfiguration().Configuration().Servers {
 		if string(s.ID) == string(hdr.ID) && string(s.Address) == string(hdr.Addr) {
-			return nil
+			return nil // an old id the new cluster took in again, at its new address
 		}
 	}
 	ps := n.fsm.Promotions()
+	if len(ps) == 0 {
+		return nil
+	}
 	p := ps[len(ps)-1]
 	return fmt.Errorf("%s %s was this cluster's standby and was promoted at index %d (advance %d): it is a cluster of its own, and %s at %s is not its member", promotedMarker, p.Standby, p.AtIndex, p.Advance, hdr.ID, hdr.Addr)
 }
@@ -441,4 +527,132 @@ func (w *leaderWatch) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
 		}
 		cb(rpc)
 	})
+}
+
+// freshStartFile marks a data directory that started with no Raft state. A
+// standby that lost its disk and rejoined under the same id installs the
+// leader's latest snapshot, whose standby record may say in sync although
+// the standby no longer holds what it acknowledged before; the leader then
+// records it out of sync (a regressed match) and in sync again once it has
+// caught up, but until the standby holds that later record its own log may
+// show an older in-sync record. The file names the first commit index the
+// node heard of (K) and goes once the node applies an in-sync record of
+// itself above K; while it exists, ticketd promote needs --advance.
+const freshStartFile = "fresh-start"
+
+// freshStart tracks freshStartFile.
+type freshStart struct {
+	mu     sync.Mutex
+	path   string
+	active bool
+	k      uint64
+}
+
+func (f *freshStart) open(dir string, existing bool) error {
+	f.path = filepath.Join(dir, freshStartFile)
+	b, err := os.ReadFile(f.path)
+	switch {
+	case err == nil:
+		f.active = true
+		f.k, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: read %s: %v", ErrStorage, f.path, err)
+	case existing:
+		return nil
+	}
+	f.active = true
+	return writeFileSync(f.path, "0\n")
+}
+
+// sawCommit records the first commit index the node hears of.
+func (f *freshStart) sawCommit(index uint64) {
+	if index == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.active || f.k != 0 {
+		return
+	}
+	f.k = index
+	_ = writeFileSync(f.path, strconv.FormatUint(index, 10)+"\n")
+}
+
+// inSync is told that an in-sync record of this node applied at index.
+func (f *freshStart) inSync(index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.active || f.k == 0 || index <= f.k {
+		return
+	}
+	if err := os.Remove(f.path); err == nil || errors.Is(err, os.ErrNotExist) {
+		f.active = false
+	}
+}
+
+func writeFileSync(path, content string) error {
+	tmp := path + ".tmp"
+	fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = fh.WriteString(content)
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// heardFromStandby runs in establish, before a new leader serves: when the
+// cluster records a standby that is not in sync (so nothing would wait for
+// it), the leader first gives it up to two election timeouts to answer. An
+// old primary coming back after its standby was promoted would otherwise
+// serve from its own marks until its first exchange with the promoted node;
+// this way, when that node is reachable, its "promoted" answer comes first
+// and the leader records the fence instead of serving. A standby in sync
+// needs no such wait (every block waits for it), nor does one that does not
+// answer (the wait is bounded). It reports whether to serve.
+func (n *Node) heardFromStandby(term uint64) bool {
+	sb, ok := n.fsm.StandbyInfo()
+	if !ok || sb.InSync() {
+		return true
+	}
+	deadline := time.Now().Add(2 * n.cfg.ElectionTimeout)
+	for {
+		p, _, changed := n.seen.get(raft.ServerID(sb.ID))
+		if p.promoted != "" {
+			n.log.Error("the standby answers that it was promoted: this cluster serves nothing more", "standby", sb.ID, "answer", p.promoted)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
+			defer cancel()
+			// Not serving yet, so not through Apply (which asks for a
+			// serving leader); the fence's level is the standby's own.
+			entry := fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyFence, ID: sb.ID, Reason: p.promoted, Stamp: n.Stamp()})
+			if err := n.await(ctx, func() raft.Future { return n.raft.Apply(entry, n.cfg.ElectionTimeout) }); err != nil {
+				n.log.Warn("could not record the fence", "err", err)
+			}
+			return false
+		}
+		if !p.lastContact.IsZero() || time.Now().After(deadline) {
+			return true
+		}
+		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+			return false
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-n.shutdownCh:
+			t.Stop()
+			return false
+		}
+		t.Stop()
+	}
 }

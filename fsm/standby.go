@@ -127,6 +127,9 @@ type Promotion struct {
 	TokenFloor uint64 `json:"token_floor"`
 	// AtMs is the promoting machine's wall clock, for people.
 	AtMs int64 `json:"at_ms,omitempty"`
+	// OldMembers are the ids of the old cluster's other members: the
+	// promoted node refuses their Raft traffic (cluster/standby.go).
+	OldMembers []string `json:"old_members,omitempty"`
 }
 
 // Fence records that this cluster's standby answered that it was promoted:
@@ -308,7 +311,7 @@ type PromoteResult struct {
 // used; the standby record is dropped and the promotion recorded. It is not
 // an entry: the caller (ticketd promote) applies it to the recovered state
 // before that state is written as the new cluster's snapshot.
-func (f *FSM) Promote(id string, advance int64, atMs int64) (PromoteResult, error) {
+func (f *FSM) Promote(id string, advance int64, atMs int64, oldMembers []string) (PromoteResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	adv, err := f.promoteCheckLocked(id, advance)
@@ -346,7 +349,8 @@ func (f *FSM) Promote(id string, advance int64, atMs int64) (PromoteResult, erro
 	// while the standby lagged; a jump of 2^32 indices is far past any
 	// such stretch and costs nothing, since tokens are only compared.
 	f.tokenFloor = max(f.tokenFloor, f.lastIndex) + 1<<32
-	p := Promotion{Standby: id, AtIndex: f.lastIndex, Advance: adv, State: state, TokenFloor: f.tokenFloor, AtMs: atMs}
+	p := Promotion{Standby: id, AtIndex: f.lastIndex, Advance: adv, State: state, TokenFloor: f.tokenFloor, AtMs: atMs,
+		OldMembers: append([]string(nil), oldMembers...)}
 	f.promotions = append(f.promotions, p)
 	f.standby = nil
 	f.fence = nil
@@ -370,3 +374,17 @@ func fmtStampMs(ms int64) string {
 }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
+
+// OldMembers are the ids of every cluster this data was promoted away from
+// (its own id excluded).
+func (f *FSM) OldMembers() map[string]bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := map[string]bool{}
+	for _, p := range f.promotions {
+		for _, id := range p.OldMembers {
+			out[id] = true
+		}
+	}
+	return out
+}

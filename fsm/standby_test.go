@@ -164,7 +164,7 @@ func TestPromote_InSync_AdvancesByTheBound_EndsLeases_RaisesTheFloor(t *testing.
 		{"dr1", fsm.DefaultStandbyBound - 1, fsm.ErrAdvanceTooSmall},
 		{"dr1", -5, fsm.ErrInvalidCommand},
 	} {
-		if _, err := a.f.Promote(tc.id, tc.advance, t0); !errors.Is(err, tc.want) {
+		if _, err := a.f.Promote(tc.id, tc.advance, t0, nil); !errors.Is(err, tc.want) {
 			t.Errorf("promote %q advance %d: %v, want %v", tc.id, tc.advance, err, tc.want)
 		}
 	}
@@ -172,7 +172,7 @@ func TestPromote_InSync_AdvancesByTheBound_EndsLeases_RaisesTheFloor(t *testing.
 		t.Fatal("a refused promotion changed the state")
 	}
 
-	res, err := a.f.Promote("dr1", 0, t0+1000)
+	res, err := a.f.Promote("dr1", 0, t0+1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +201,10 @@ func TestPromote_InSync_AdvancesByTheBound_EndsLeases_RaisesTheFloor(t *testing.
 	}
 	// The promotion survives a snapshot, and a second one is refused.
 	g := restore(t, persist(t, a.f))
-	if ps := g.Promotions(); len(ps) != 1 || ps[0] != res.Promotion {
+	if ps := g.Promotions(); len(ps) != 1 || !reflect.DeepEqual(ps[0], res.Promotion) {
 		t.Fatalf("promotions after restore %+v", ps)
 	}
-	if _, err := g.Promote("dr1", 0, t0); !errors.Is(err, fsm.ErrAlreadyPromoted) {
+	if _, err := g.Promote("dr1", 0, t0, nil); !errors.Is(err, fsm.ErrAlreadyPromoted) {
 		t.Fatalf("second promotion: %v", err)
 	}
 }
@@ -213,17 +213,17 @@ func TestPromote_OutOfSyncOrCatchingUp_NeedsAnExplicitAdvance(t *testing.T) {
 	a := newApplier(t)
 	a.mustCreate("s", 1, math.MaxInt64)
 	addStandby(t, a, "dr1")
-	_, err := a.f.Promote("dr1", 0, t0)
+	_, err := a.f.Promote("dr1", 0, t0, nil)
 	if !errors.Is(err, fsm.ErrStandbyNotInSync) || !strings.Contains(err.Error(), "catching up") {
 		t.Fatalf("catching-up standby: %v", err)
 	}
 	a.standby(fsm.StandbyOp{Op: fsm.StandbyInSync, ID: "dr1"})
 	a.standby(fsm.StandbyOp{Op: fsm.StandbyOutOfSync, ID: "dr1", Reason: "unreachable for 30s", Stamp: fsm.Stamp{NowMs: t0}})
-	_, err = a.f.Promote("dr1", 0, t0)
+	_, err = a.f.Promote("dr1", 0, t0, nil)
 	if !errors.Is(err, fsm.ErrStandbyNotInSync) || !strings.Contains(err.Error(), "out of sync at index") || !strings.Contains(err.Error(), "--advance") {
 		t.Fatalf("out-of-sync standby: %v", err)
 	}
-	res, err := a.f.Promote("dr1", 5*fsm.DefaultStandbyBound, t0)
+	res, err := a.f.Promote("dr1", 5*fsm.DefaultStandbyBound, t0, nil)
 	if err != nil || res.Promotion.Advance != 5*fsm.DefaultStandbyBound || res.Promotion.State != fsm.StandbyStateOutOfSync {
 		t.Fatalf("explicit advance: %+v %v", res, err)
 	}

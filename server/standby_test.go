@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -263,6 +266,93 @@ func TestPromote_Refusals(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the standby to answer again", func() bool {
 		st, err := tc.Node("dr").Srv.Node().Status()
 		return err == nil && st.ThisNodeStandby && st.Standby.State == api.StandbyOutOfSync
+	})
+
+	// The primary is lost while its standby is recorded out of sync: the
+	// operator promotes with an advance. When the old primary comes back,
+	// nothing waits for a standby it recorded out of sync, so its new
+	// leader first gives the standby a moment to answer: the promoted
+	// node's answer fences it before it serves anything.
+	primary := []string{}
+	for _, n := range tc.Running() {
+		if n.ID != "dr" {
+			primary = append(primary, n.ID)
+		}
+	}
+	for _, id := range primary {
+		tc.Kill(id)
+	}
+	tc.Kill("dr")
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: 10 * fsm.DefaultStandbyBound}); err != nil {
+		t.Fatalf("promote with an advance: %v", err)
+	}
+	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
+		if _, status, err := testcluster.Reserve(dr, "orders", 1); err != nil || status != http.StatusOK {
+			return fmt.Errorf("status %d err %v", status, err)
+		}
+		return nil
+	})
+	for _, id := range primary {
+		tc.Restart(id)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for fenced := false; !fenced; {
+		if time.Now().After(deadline) {
+			t.Fatal("the old primary was not fenced within 20 s")
+		}
+		fenced = true
+		for _, id := range primary {
+			if _, status, _ := testcluster.Reserve(tc.Node(id), "orders", 1); status == http.StatusOK {
+				t.Fatalf("old primary node %s served a reservation after its standby was promoted", id)
+			}
+			st, err := tc.Node(id).Srv.Node().Status()
+			fenced = fenced && err == nil && st.Fence != nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStandby_LostItsDisk_RecordedOutOfSync_NoPromotionWithoutAdvance: a
+// standby that lost its data and rejoined under the same id answers that
+// its log ends below what it had acknowledged. The leader must not count
+// the old acknowledgement: it records the standby out of sync, and in sync
+// only once it has caught up again; until the standby holds an in-sync
+// record made after it came back, promoting it needs --advance.
+func TestStandby_LostItsDisk_RecordedOutOfSync_NoPromotionWithoutAdvance(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	tc.CreateSequence("orders", nil)
+	l := tc.Leader(5 * time.Second)
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	g := startPrimaryLoad([]*testcluster.Node{l}, "orders", 2, 1000)
+	defer g.halt()
+	g.waitProgress(t, 100, 15*time.Second)
+
+	tc.Kill("dr")
+	if err := os.RemoveAll(dr.Dir); err != nil {
+		t.Fatal(err)
+	}
+	tc.RestartWith("dr", func(cfg *server.Config) {
+		cfg.Cluster.InitialCluster = nil
+		cfg.Join = []string{tc.URL(l)}
+		cfg.Standby = &server.StandbySettings{Timeout: standbyTimeout}
+	})
+	testkit.EventuallyErr(t, 15*time.Second, 10*time.Millisecond, "the leader to record the regression", func() error {
+		st, err := l.Srv.Node().Status()
+		if err != nil || st.Standby == nil || st.Standby.State != api.StandbyOutOfSync || !strings.Contains(st.Standby.Reason, "lost entries") {
+			return fmt.Errorf("standby %+v %v", st.Standby, err)
+		}
+		return nil
+	})
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	g.waitProgress(t, 100, 15*time.Second)
+	g.halt()
+	// Recorded in sync after it came back: its marker is gone, and it
+	// promotes with the bound.
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the fresh-start marker to go", func() bool {
+		_, err := os.Stat(filepath.Join(dr.Dir, "fresh-start"))
+		return errors.Is(err, os.ErrNotExist)
 	})
 }
 
