@@ -112,23 +112,21 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bbolt.Options{Timeout: checkLockTimeout}})
-	if err != nil {
-		return rep, refuse("open %s: %v (is a ticketd running on it?)", logPath, err)
-	}
-	defer store.Close()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(o.DataDir, 2, logger)
 	if err != nil {
 		return rep, refuse("open snapshots: %v", err)
 	}
 
 	// Read the state and the configuration exactly as RecoverCluster
-	// will, and decide before writing anything.
+	// will, and decide before writing anything. The checks read a copy of
+	// the log: bolt writes to a file it opens for writing (raft-boltdb
+	// opens no other way), so a refusal leaves raft.db as it was, byte for
+	// byte.
 	f := fsm.New()
 	if o.Prepare != nil {
 		o.Prepare(f)
 	}
-	conf, last, err := readState(f, store, snaps)
+	conf, last, err := readStateOfCopy(f, logPath, snaps)
 	if err != nil {
 		return rep, refuse("%v", err)
 	}
@@ -164,6 +162,11 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 
 	// Now write: RecoverCluster replays the same state into a fresh state
 	// machine, whose Snapshot applies the promotion first.
+	store, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bbolt.Options{Timeout: checkLockTimeout}})
+	if err != nil {
+		return rep, refuse("open %s: %v (is a ticketd running on it?)", logPath, err)
+	}
+	defer store.Close()
 	var old []string
 	for _, s := range conf.Servers {
 		if string(s.ID) != id {
@@ -283,3 +286,39 @@ func (p *promotingFSM) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 func (p *promotingFSM) Restore(rc io.ReadCloser) error { return p.FSM.Restore(rc) }
+
+// readStateOfCopy is readState on a copy of the log at logPath.
+func readStateOfCopy(f *fsm.FSM, logPath string, snaps raft.SnapshotStore) (raft.Configuration, uint64, error) {
+	dir, err := os.MkdirTemp("", "ticketd-promote-check-")
+	if err != nil {
+		return raft.Configuration{}, 0, err
+	}
+	defer os.RemoveAll(dir)
+	copyPath := filepath.Join(dir, "raft.db")
+	if err := copyFile(logPath, copyPath); err != nil {
+		return raft.Configuration{}, 0, fmt.Errorf("copy the log to check it: %v", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: copyPath})
+	if err != nil {
+		return raft.Configuration{}, 0, fmt.Errorf("open a copy of %s: %v", logPath, err)
+	}
+	defer store.Close()
+	return readState(f, store, snaps)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -608,15 +608,15 @@ func TestStandby_Processes_LinkCutPrimaryKilledPromoted_NothingReissued(t *testi
 		t.Fatalf("ticketd promote exited %d:\n%s%s", code, out, errOut)
 	}
 	t.Logf("ticketd promote:\n%s", out)
-	for _, want := range []string{"promoted dr (raft " + proxy.addr() + ")", "standby was in-sync", "raised by 10000000 (1 sequences)", "worker-id leases ended"} {
+	for _, want := range []string{"promoted dr (raft " + proxy.addr() + ")", "standby was in-sync", "raised by 10000000 (1 sequences)", "worker-id leases held"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("ticketd promote's output does not say %q", want)
 		}
 	}
-	if m := regexp.MustCompile(`(\d+) worker-id leases ended`).FindStringSubmatch(out); m == nil {
-		t.Fatal("ticketd promote does not say how many leases it ended")
+	if m := regexp.MustCompile(`(\d+) worker-id leases held`).FindStringSubmatch(out); m == nil {
+		t.Fatal("ticketd promote does not say how many leases it kept held")
 	} else if n, _ := strconv.Atoi(m[1]); n < len(oldLastUse) {
-		t.Fatalf("ticketd promote ended %d leases; the old region held %d worker ids", n, len(oldLastUse))
+		t.Fatalf("ticketd promote kept %d leases held; the old region held %d worker ids", n, len(oldLastUse))
 	}
 	promoteRefused(t, dr.dataDir, []string{"already promoted"}, "--data-dir", dr.dataDir)
 
@@ -730,9 +730,11 @@ func TestStandby_Processes_LinkCutPrimaryKilledPromoted_NothingReissued(t *testi
 		rest := u.at.Sub(servedFrom)
 		t.Logf("worker %d: last used in the old region at kill%+v; first used again by %s %v after the promoted node was started (recycle delay %v, TTL %v)",
 			w, last.Sub(killAt).Round(time.Millisecond), u.via, rest.Round(time.Millisecond), drRecycle, drTTL)
-		if rest < drRecycle {
-			t.Fatalf("worker %d, held in the old region, was used by %s %v after the promoted node was started, before its recycle delay of %v",
-				w, u.via, rest, drRecycle)
+		// Held at the promotion, the lease stays held and the new leader
+		// times it out afresh: a full TTL, then the recycle delay.
+		if rest < drTTL+drRecycle {
+			t.Fatalf("worker %d, held in the old region, was used by %s %v after the promoted node was started, before its TTL plus recycle delay of %v",
+				w, u.via, rest, drTTL+drRecycle)
 		}
 		if u.at.Before(last.Add(drTTL)) {
 			t.Fatalf("worker %d: used again by %s within a TTL of its last use in the old region", w, u.via)

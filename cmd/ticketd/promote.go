@@ -61,6 +61,6 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "  %d worker-id leases held: each is timed out with a full TTL, then its id rests the recycle delay, from when the new leader serves\n", rep.Result.HeldLeases)
 	fmt.Fprintf(stdout, "  lease fencing floor raised to %d\n", p.TokenFloor)
-	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s --raft-addr %s ... (without --standby or --join); point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
+	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s with the same --raft-addr (and --raft-advertise %s) as before, without --standby or --join; point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
 	return nil
 }
