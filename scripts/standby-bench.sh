@@ -4,7 +4,8 @@
 # a shared machine hits each alike, a fresh 3-node ticketd cluster of the
 # built binary (--dev, fsync on) is loaded through its leader by
 # `ticketd-bench load` (range size 1000, 16 and 64 clients, 2 s warm-up +
-# 10 s measured per level) with
+# 6 s measured per level: more short rounds rather than fewer long ones, as
+# runs next to each other differ by up to 30% on this shared 2-core VM) with
 #   (a) no standby,
 #   (b) a standby on loopback (serve --join ... --standby),
 #   (c) a standby in a network namespace of its own whose every packet sent
@@ -20,8 +21,10 @@
 #
 # Needs root (namespaces, iptables). About 4 minutes; bounded at 7.
 # Environment (optional): OUT=bench-results/<timestamp>-standby,
-# STANDBY_ROUNDS=2, STANDBY_DELAY=20ms, STANDBY_DURATION=10s,
-# STANDBY_WARMUP=2s, STANDBY_CONCURRENCY=16,64, STANDBY_TIMEOUT=420 (s).
+# STANDBY_ROUNDS=4, STANDBY_DELAY=20ms, STANDBY_DURATION=6s,
+# STANDBY_WARMUP=2s, STANDBY_CONCURRENCY=16,64, STANDBY_TIMEOUT=420 (s),
+# STANDBY_CONFIGS=a,b,c (add d: as c with the delayer holding 0 s, which
+# tells the delayer's own CPU cost from the delay's).
 # Outputs in $OUT: summary.md (the tables), summary.json, and per run
 # run<round>-<config>/ with load.json, load.txt, the leader's /metrics and
 # every node's log.
@@ -55,6 +58,6 @@ log "results in $OUT"
 # namespace on the way out (and its nodes die with it: Pdeathsig).
 timeout -k 15 "${STANDBY_TIMEOUT:-420}" "$BIN/standbybench" \
 	--ticketd "$BIN/ticketd" --bench "$BIN/ticketd-bench" --out "$OUT" \
-	--rounds "${STANDBY_ROUNDS:-2}" --delay "${STANDBY_DELAY:-20ms}" \
+	--configs "${STANDBY_CONFIGS:-a,b,c}" --rounds "${STANDBY_ROUNDS:-4}" --delay "${STANDBY_DELAY:-20ms}" \
 	--concurrency "${STANDBY_CONCURRENCY:-16,64}" \
-	--duration "${STANDBY_DURATION:-10s}" --warmup "${STANDBY_WARMUP:-2s}"
+	--duration "${STANDBY_DURATION:-6s}" --warmup "${STANDBY_WARMUP:-2s}"

@@ -24,7 +24,9 @@ type levelFigures struct {
 	P99Ms              float64 `json:"p99_ms"`
 	ErrorsTotal        int     `json:"errors_total"`
 	CPU                struct {
-		ServerCores float64 `json:"server_cores"`
+		ServerCores  float64 `json:"server_cores"`
+		ClientCores  float64 `json:"client_cores"`
+		MachineCores float64 `json:"machine_busy_cores"`
 	} `json:"cpu"`
 }
 

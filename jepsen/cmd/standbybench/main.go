@@ -5,12 +5,15 @@
 // cluster (a) without a standby, (b) with a standby on loopback and (c) with
 // a standby whose link has an added delay (20 ms), in one run, the
 // configurations alternated (a, b, c, a, b, c, ...) so that the drift of a
-// shared machine hits each alike. The target is (c) at ≥ 0.9× (a).
+// shared machine hits each alike; each configuration's rate is also given
+// per round as a ratio to the (a) run beside it. The target is (c) at ≥ 0.9× (a).
 //
 // Each run is a fresh cluster of the built binary (real processes, empty
 // data dirs), loaded through its leader by the project's own generator,
-// `ticketd-bench load` (range size 1000, 16 and 64 clients, 2 s warm-up and
-// 10 s measured per level, as bench/README.md's figures). With a standby,
+// `ticketd-bench load` (range size 1000, 16 and 64 clients as in
+// bench/README.md's figures; 2 s warm-up and 6 s measured per level, four
+// rounds: runs side by side differ by up to 30% on a shared 2-core VM, so
+// more short rounds say more than fewer long ones). With a standby,
 // the run starts only once the leader records it in sync and counts only
 // if it is still in sync afterwards, never having fallen out of sync: a
 // standby out of sync is waited for by nobody, and the figure would
@@ -54,12 +57,12 @@ func main() {
 	flag.StringVar(&o.ticketd, "ticketd", "", "the ticketd binary (required)")
 	flag.StringVar(&o.bench, "bench", "", "the ticketd-bench binary (required)")
 	flag.StringVar(&o.out, "out", "", "directory for logs, load JSON and the summary (required)")
-	flag.IntVar(&o.rounds, "rounds", 2, "how many times each configuration runs, alternated")
+	flag.IntVar(&o.rounds, "rounds", 4, "how many times each configuration runs, alternated")
 	flag.StringVar(&configs, "configs", "a,b,c", "configurations, in the order of each round: a (no standby), b (standby on loopback), c (standby with --delay on its link); d (as c with the delayer holding packets 0 s, to tell its own cost)")
 	flag.DurationVar(&o.delay, "delay", 20*time.Millisecond, "(c): delay added to every packet the standby sends (each round trip primary<->standby grows by it)")
 	flag.IntVar(&o.count, "count", 1000, "IDs per reservation")
 	flag.StringVar(&o.concurrency, "concurrency", "16,64", "client levels of each run")
-	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per level")
+	flag.DurationVar(&o.duration, "duration", 6*time.Second, "measured time per level")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured warm-up per level")
 	flag.Parse()
 	if o.ticketd == "" || o.bench == "" || o.out == "" {
@@ -137,7 +140,7 @@ func run(ctx context.Context, o options) (bool, error) {
 
 // measure runs one configuration on a fresh cluster.
 func measure(ctx context.Context, o options, l *link, config string, round int) runResult {
-	r := runResult{Config: config, Round: round, Started: time.Now().UTC()}
+	r := runResult{Config: config, Round: round, Started: time.Now().UTC(), LoadAvg: loadAvg()}
 	dir := filepath.Join(o.out, fmt.Sprintf("run%d-%s", round, config))
 	p, err := startPrimary(ctx, o.ticketd, dir)
 	if err != nil {
@@ -220,6 +223,17 @@ func measure(ctx context.Context, o options, l *link, config string, round int) 
 		}
 	}
 	return r
+}
+
+// loadAvg is the 1-minute load average (0 if unreadable).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var v float64
+	_, _ = fmt.Sscanf(string(b), "%f", &v)
+	return v
 }
 
 func logf(format string, args ...any) {

@@ -31,10 +31,12 @@ type runResult struct {
 	DelayedPackets uint64  `json:"delayed_packets,omitempty"`
 	// StandbyCores is the CPU the standby used during the load, in cores
 	// (it shares this machine's cores with the primary).
-	StandbyCores float64   `json:"standby_cores,omitempty"`
-	StandbyWait  histogram `json:"standby_wait_seconds"`
-	BlockWait    histogram `json:"block_wait_seconds"`
-	BlockSize    histogram `json:"block_size_ids"`
+	StandbyCores float64 `json:"standby_cores,omitempty"`
+	// LoadAvg is /proc/loadavg's 1-minute figure before the run.
+	LoadAvg     float64   `json:"loadavg_before"`
+	StandbyWait histogram `json:"standby_wait_seconds"`
+	BlockWait   histogram `json:"block_wait_seconds"`
+	BlockSize   histogram `json:"block_size_ids"`
 }
 
 func (r runResult) line() string {
@@ -64,6 +66,21 @@ type cell struct {
 	ServerCores float64   `json:"voter_cores"`
 	RateRatio   float64   `json:"rate_ratio_to_a"`
 	P99Ratio    float64   `json:"p99_ratio_to_a"`
+	// PairedRatios are this configuration's rate over (a)'s of the same
+	// round, run next to it: slow drift of the machine cancels in each.
+	PairedRatios []float64 `json:"paired_rate_ratios_to_a"`
+	PairedMedian float64   `json:"paired_rate_ratio_median"`
+}
+
+// otherCores is the CPU of everything else on the machine during a level:
+// busy cores less the voters, the load generator and the standby. On 2
+// cores it is what makes one run slower than its neighbour.
+func (r runResult) otherCores() []float64 {
+	var out []float64
+	for _, l := range r.Levels {
+		out = append(out, max(l.CPU.MachineCores-l.CPU.ServerCores-l.CPU.ClientCores-r.StandbyCores, 0))
+	}
+	return out
 }
 
 // summary is the whole run's result.
@@ -125,12 +142,53 @@ func summarize(o options, runs []runResult) summary {
 		if a := byKey[fmt.Sprintf("a/%06d", c.Concurrency)]; a != nil && a.ResPerSec > 0 && a.P99Ms > 0 {
 			c.RateRatio, c.P99Ratio = c.ResPerSec/a.ResPerSec, c.P99Ms/a.P99Ms
 		}
+		c.PairedRatios = pairedRatios(runs, c.Config, c.Concurrency)
+		c.PairedMedian = median(c.PairedRatios)
 		if c.Config == "c" && !(c.RateRatio >= target) {
 			s.MeetsTarget = false
 		}
 		s.Cells = append(s.Cells, *c)
 	}
 	return s
+}
+
+// pairedRatios is, per round where both counted, config's rate at
+// concurrency conc over (a)'s.
+func pairedRatios(runs []runResult, config string, conc int) []float64 {
+	rate := func(cfg string, round int) float64 {
+		for _, r := range runs {
+			if r.Config == cfg && r.Round == round && r.Problem == "" {
+				for _, l := range r.Levels {
+					if l.Concurrency == conc {
+						return l.ReservationsPerSec
+					}
+				}
+			}
+		}
+		return 0
+	}
+	var out []float64
+	for _, r := range runs {
+		if r.Config != config || r.Problem != "" {
+			continue
+		}
+		if a, x := rate("a", r.Round), rate(config, r.Round); a > 0 && x > 0 {
+			out = append(out, x/a)
+		}
+	}
+	return out
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func (s summary) write(dir string) error {
@@ -150,25 +208,26 @@ func (s summary) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Range size %s, %s warm-up + %s measured per level, %s rounds of (%s), delay %s on the standby's link in (c).\n\n",
 		s.Options["count"], s.Options["warmup"], s.Options["duration"], s.Options["rounds"], s.Options["configs"], s.Options["delay"])
-	b.WriteString("| clients | configuration | reservations/s (mean) | each run | ratio to (a) | p99 ms (mean) | each run | ratio to (a) | voters' CPU, cores | errors |\n")
-	b.WriteString("|--:|---|--:|---|--:|--:|---|--:|--:|--:|\n")
+	b.WriteString("| clients | configuration | reservations/s (mean) | each run | ratio to (a) | per round, ratio to (a) of the same round | median | p99 ms (mean) | each run | ratio to (a) | voters' CPU, cores | errors |\n")
+	b.WriteString("|--:|---|--:|---|--:|---|--:|--:|---|--:|--:|--:|\n")
 	for _, c := range s.Cells {
-		fmt.Fprintf(&b, "| %d | (%s) %s | %.0f | %s | %s | %.2f | %s | %s | %.2f | %d |\n",
+		fmt.Fprintf(&b, "| %d | (%s) %s | %.0f | %s | %s | %s | %s | %.2f | %s | %s | %.2f | %d |\n",
 			c.Concurrency, c.Config, configNames[c.Config], c.ResPerSec, joinf(c.Each, "%.0f"), ratio(c.RateRatio),
+			joinf(c.PairedRatios, "%.2f"), ratio(c.PairedMedian),
 			c.P99Ms, joinf(c.EachP99, "%.2f"), ratio(c.P99Ratio), c.ServerCores, c.Errors)
 	}
 	b.WriteString("\nThe standby, per run (the leader's GET /v1/cluster and /metrics after the load; waits are ticketd_standby_wait_seconds, block waits ticketd_block_wait_seconds):\n\n")
-	b.WriteString("| run | standby after the load | out of sync | connect RTT ms | standby waits | mean ms | ~p99 ms | sum s | block waits | mean ms | blocks | mean block IDs | standby CPU, cores | problem |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| run | standby after the load | out of sync | connect RTT ms | standby waits | mean ms | ~p99 ms | sum s | block waits | mean ms | blocks | mean block IDs | standby CPU, cores | other work, cores per level | load avg before | problem |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, r := range s.Runs {
 		state, rtt, cores := "—", "—", "—"
 		if r.Config != "a" {
 			state, rtt, cores = r.StandbyState, fmt.Sprintf("%.2f", r.ConnectRTTMs), fmt.Sprintf("%.2f", r.StandbyCores)
 		}
-		fmt.Fprintf(&b, "| %d(%s) | %s | %d | %s | %.0f | %.2f | %s | %.3f | %.0f | %.2f | %.0f | %.0f | %s | %s |\n",
+		fmt.Fprintf(&b, "| %d(%s) | %s | %d | %s | %.0f | %.2f | %s | %.3f | %.0f | %.2f | %.0f | %.0f | %s | %s | %.2f | %s |\n",
 			r.Round, r.Config, state, r.OutOfSync, rtt, r.StandbyWait.Count, r.StandbyWait.Mean()*1000,
 			bound(r.StandbyWait.Quantile(0.99)*1000), r.StandbyWait.Sum, r.BlockWait.Count, r.BlockWait.Mean()*1000,
-			r.BlockSize.Count, r.BlockSize.Mean(), cores, r.Problem)
+			r.BlockSize.Count, r.BlockSize.Mean(), cores, joinf(r.otherCores(), "%.2f"), r.LoadAvg, r.Problem)
 	}
 	switch {
 	case !s.AllCounted:

@@ -61,6 +61,9 @@ func TestSummarize_RatiosToA_AndTarget(t *testing.T) {
 	if c.ResPerSec != 990 || c.RateRatio != 990.0/1100 || c.P99Ratio != 2 {
 		t.Fatalf("(c): %+v", c)
 	}
+	if len(c.PairedRatios) != 2 || c.PairedRatios[0] != 0.88 || c.PairedMedian != (0.88+1100.0/1200)/2 {
+		t.Fatalf("(c) per round: %v, median %v", c.PairedRatios, c.PairedMedian)
+	}
 	if !s.MeetsTarget || !s.AllCounted {
 		t.Fatalf("0.9× exactly meets the target: %+v", s)
 	}
