@@ -138,9 +138,10 @@ func run(ctx context.Context, o options) (bool, error) {
 	return s.AllCounted, nil
 }
 
-// measure runs one configuration on a fresh cluster.
-func measure(ctx context.Context, o options, l *link, config string, round int) runResult {
-	r := runResult{Config: config, Round: round, Started: time.Now().UTC(), LoadAvg: loadAvg()}
+// measure runs one configuration on a fresh cluster. The result is named
+// so that the deferred removal of the delay can still add its count.
+func measure(ctx context.Context, o options, l *link, config string, round int) (r runResult) {
+	r = runResult{Config: config, Round: round, Started: time.Now().UTC(), LoadAvg: loadAvg()}
 	dir := filepath.Join(o.out, fmt.Sprintf("run%d-%s", round, config))
 	p, err := startPrimary(ctx, o.ticketd, dir)
 	if err != nil {
