@@ -89,8 +89,10 @@ type summary struct {
 	Runs       []runResult       `json:"runs"`
 	Cells      []cell            `json:"cells"`
 	AllCounted bool              `json:"all_counted"`
-	// MeetsTarget: (c) at ≥ 0.9× (a)'s rate at every level.
+	// MeetsTarget: (c) at ≥ 0.9× (a)'s rate at every level; Compared
+	// says whether both were measured.
 	MeetsTarget bool `json:"meets_target"`
+	Compared    bool `json:"compared"`
 }
 
 const target = 0.9
@@ -139,13 +141,17 @@ func summarize(o options, runs []runResult) summary {
 	})
 	for _, k := range keys {
 		c := byKey[k]
-		if a := byKey[fmt.Sprintf("a/%06d", c.Concurrency)]; a != nil && a.ResPerSec > 0 && a.P99Ms > 0 {
+		a := byKey[fmt.Sprintf("a/%06d", c.Concurrency)]
+		if a != nil && a.ResPerSec > 0 && a.P99Ms > 0 {
 			c.RateRatio, c.P99Ratio = c.ResPerSec/a.ResPerSec, c.P99Ms/a.P99Ms
 		}
 		c.PairedRatios = pairedRatios(runs, c.Config, c.Concurrency)
 		c.PairedMedian = median(c.PairedRatios)
-		if c.Config == "c" && !(c.RateRatio >= target) {
-			s.MeetsTarget = false
+		if c.Config == "c" && a != nil {
+			s.Compared = true
+			if !(c.RateRatio >= target) {
+				s.MeetsTarget = false
+			}
 		}
 		s.Cells = append(s.Cells, *c)
 	}
@@ -230,6 +236,8 @@ func (s summary) markdown() string {
 			r.BlockSize.Count, r.BlockSize.Mean(), cores, joinf(r.otherCores(), "%.2f"), r.LoadAvg, r.Problem)
 	}
 	switch {
+	case !s.Compared:
+		b.WriteString("\nVerdict: none: (a) and (c) were not both measured.\n")
 	case !s.AllCounted:
 		b.WriteString("\nVerdict: some runs do not count (see problem); the ratios use the runs that do.\n")
 	case s.MeetsTarget:
