@@ -198,8 +198,9 @@ func (n *Node) Start(listener LeadershipListener) error {
 		return false
 	})
 	r.RegisterObserver(n.observer)
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.leaderLoop()
+	go n.recordContact()
 	return nil
 }
 

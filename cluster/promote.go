@@ -77,6 +77,9 @@ type PromoteReport struct {
 	Result   fsm.PromoteResult
 	// LastIndex is the last index of the standby's log.
 	LastIndex uint64
+	// Contact is when the standby last heard from the primary, as it
+	// recorded it ("" if it never did).
+	Contact string
 }
 
 // Promote makes a stopped standby's data a one-node cluster. Every refusal
@@ -108,6 +111,7 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 		return rep, err
 	}
 	rep.ID = id
+	rep.Contact = readContact(o.DataDir)
 	logger := o.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()

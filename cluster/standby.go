@@ -656,3 +656,51 @@ func (n *Node) heardFromStandby(term uint64) bool {
 		t.Stop()
 	}
 }
+
+// contactFile records, on the standby, when it last heard from a leader and
+// what it had applied then (wall clock, for people). ticketd promote shows it:
+// a standby cut off for longer than its timeout may have been recorded out of
+// sync without receiving the record, and only the operator, who knows when
+// the primary region was lost, can tell (README, "Disaster recovery").
+const contactFile = "standby-contact"
+
+// recordContact runs on every node and writes contactFile about once a
+// second while this node is the recorded standby and hears from a leader.
+func (n *Node) recordContact() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var written time.Time
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+		}
+		sb, ok := n.fsm.StandbyInfo()
+		if !ok || sb.ID != n.cfg.ID {
+			continue
+		}
+		last := n.raft.LastContact()
+		if last.IsZero() || !last.After(written) {
+			continue
+		}
+		line := fmt.Sprintf("%s %d\n", last.UTC().Format(time.RFC3339Nano), n.raft.AppliedIndex())
+		if err := writeFileSync(filepath.Join(n.cfg.DataDir, contactFile), line); err == nil {
+			written = last
+		}
+	}
+}
+
+// readContact is what contactFile in dir says ("" when it does not exist).
+func readContact(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, contactFile))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return ""
+	}
+	return fmt.Sprintf("last heard from the primary's leader at %s, having applied index %s", f[0], f[1])
+}

@@ -49,13 +49,16 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	p := rep.Result.Promotion
 	if *output == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
-			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance,
+			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance, "contact": rep.Contact,
 			"state": p.State, "token_floor": p.TokenFloor, "sequences": rep.Result.Sequences,
 			"exhausted": rep.Result.Exhausted, "held_leases": rep.Result.HeldLeases,
 		})
 	}
 	fmt.Fprintf(stdout, "promoted %s (raft %s): its state up to index %d is now a one-node cluster\n", rep.ID, rep.RaftAddr, rep.LastIndex)
 	fmt.Fprintf(stdout, "  standby was %s; every sequence's mark raised by %d (%d sequences)\n", p.State, p.Advance, rep.Result.Sequences)
+	if rep.Contact != "" {
+		fmt.Fprintf(stdout, "  it %s\n", rep.Contact)
+	}
 	if len(rep.Result.Exhausted) > 0 {
 		fmt.Fprintf(stdout, "  exhausted by the advance (fewer IDs left than it): %v\n", rep.Result.Exhausted)
 	}
