@@ -77,7 +77,7 @@ func fenceLine(f *api.Fence) string {
 // cellVoter is a member's VOTER cell: the standby is a non-voter of its own
 // kind.
 func cellVoter(n api.NodeStatus, sb *api.StandbyStatus) string {
-	if !n.Voter && (sb != nil && n.ID == sb.ID || n.Status != nil && n.Status.ThisNodeStandby) {
+	if !n.Voter && ((sb != nil && n.ID == sb.ID) || (n.Status != nil && n.Status.ThisNodeStandby)) {
 		return "standby"
 	}
 	return cellBool(n.Voter)
