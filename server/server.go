@@ -201,6 +201,7 @@ func Start(cfg Config) (*Server, error) {
 	s.startRESP(peerTransport)
 	cfg.Metrics.Register(newCapacityCollector(node.FSM()))
 	cfg.Metrics.Register(newSnowflakeCollector(s.snowflake.States))
+	cfg.Metrics.Register(newStandbyCollector(standbyAndFence(node)))
 	s.wg.Add(2)
 	go s.membershipLoop(advertise)
 	go s.auditLoop(cfg.AuditInterval)

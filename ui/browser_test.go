@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,11 +67,12 @@ type pageState struct {
 	LeaderText string `json:"leaderText"`
 	AuthError  string `json:"authError"`
 	Members    []struct {
-		ID        string `json:"id"`
-		Reachable string `json:"reachable"`
-		State     string `json:"state"`
-		Version   string `json:"version"`
-		Level     string `json:"level"`
+		ID        string   `json:"id"`
+		Reachable string   `json:"reachable"`
+		State     string   `json:"state"`
+		Version   string   `json:"version"`
+		Level     string   `json:"level"`
+		Tags      []string `json:"tags"`
 	} `json:"members"`
 	ClusterLevel     string `json:"clusterLevel"`
 	ClusterLevelNote string `json:"clusterLevelNote"`
@@ -97,8 +99,18 @@ type pageState struct {
 		Term   string `json:"term"`
 		Leader string `json:"leader"`
 	} `json:"changes"`
-	Injected int    `json:"injected"`
-	Title    string `json:"title"`
+	// The disaster-recovery standby's section: shown at all, its row, and
+	// the promotions' rows (each the promoted standby's id).
+	StandbyShown bool `json:"standbyShown"`
+	Standby      []struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+		Lag   string `json:"lag"`
+		Text  string `json:"text"`
+	} `json:"standby"`
+	Promotions []string `json:"promotions"`
+	Injected   int      `json:"injected"`
+	Title      string   `json:"title"`
 }
 
 const readPage = `(() => {
@@ -111,7 +123,7 @@ const readPage = `(() => {
 		leaderText: document.getElementById("leader").textContent,
 		authError: authError.hidden ? "" : authError.textContent,
 		members: q("#members tbody tr[data-node]").map((r) => ({id: r.dataset.node, reachable: r.dataset.reachable, state: r.dataset.state,
-			version: r.dataset.version || "", level: r.dataset.level || ""})),
+			version: r.dataset.version || "", level: r.dataset.level || "", tags: [...r.querySelectorAll(".tag")].map((t) => t.textContent)})),
 		clusterLevel: document.getElementById("cluster-level").dataset.level || "",
 		clusterLevelNote: document.getElementById("cluster-level-note").textContent,
 		banners: q("#banners [data-banner]").map((b) => ({id: b.dataset.banner, node: b.dataset.node || "", text: b.textContent})),
@@ -120,6 +132,9 @@ const readPage = `(() => {
 		snowflake: q("#members td.snowflake [data-namespace]").map((d) => ({node: d.closest("tr").dataset.node, ns: d.dataset.namespace,
 			serving: d.dataset.serving, text: d.textContent})),
 		changes: q("#leader-changes tbody tr[data-term]").map((r) => ({term: r.dataset.term, leader: r.dataset.leader})),
+		standbyShown: !document.getElementById("standby-section").hidden,
+		standby: q("#standby tbody tr[data-standby]").map((r) => ({id: r.dataset.standby, state: r.dataset.state, lag: r.dataset.lag, text: r.textContent})),
+		promotions: q("#promotions tbody tr[data-promoted]").map((r) => r.dataset.promoted),
 		injected: q("#injected, #namespaces img").length,
 		title: document.title,
 	};
@@ -563,6 +578,8 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 		return nil
 	})
 
+	standbyOnPage(page, leader.ID)
+
 	// The leader dies: the page names the new one and shows the old one
 	// unreachable, within a few seconds.
 	if shotPath != "" {
@@ -624,4 +641,104 @@ func TestStatusPage_Browser_ShowsClusterFollowsFailoverRefusesWrongToken(t *test
 		t.Errorf("the page threw or broke its Content-Security-Policy:\n%s", strings.Join(bad, "\n"))
 	}
 	t.Logf("test took %v", time.Since(began).Round(100*time.Millisecond))
+}
+
+// standbyOnPage: the disaster-recovery standby (issue #34) as the page shows
+// it. This test's cluster has no standby (a real one is in the server's
+// tests), so the page's fetch adds to the gathered answer what a cluster
+// with one sends: the standby's record on every member, the leader's view
+// of its replication on the leader's, the standby itself as a non-voting
+// member; then a fence and a promotion. The page must show the standby's
+// row, its member tagged "standby", a banner while it is out of sync, the
+// fence's banner before any other, and nothing of it all once the answers
+// are real again.
+func standbyOnPage(page tab, leaderID string) {
+	page.t.Helper()
+	evalString(page, `(() => {
+		const real = window.fetch;
+		window.ticketdRealFetch = real;
+		window.fetch = async (path, opts) => {
+			const resp = await real(path, opts);
+			if (!String(path).endsWith("/v1/cluster/nodes") || !resp.ok) {
+				return resp;
+			}
+			const body = await resp.json();
+			const record = {id: "dr", state: "out-of-sync", bound: 10000000, timeout_ms: 10000, since_index: 812,
+				since: "2026-11-27T06:00:00Z", reason: "no progress for 10s with entries it lacks", out_of_sync_count: 2};
+			let template = null;
+			for (const n of body.nodes) {
+				if (!n.status) continue;
+				template = template || n;
+				n.status.standby = Object.assign({}, record);
+				if (n.id === `+strconv.Quote(leaderID)+`) {
+					n.status.standby.seen = {ack_index: 700, lag_entries: 5212, last_contact_ms: 10400, last_progress_ms: 31200};
+				}
+				if (window.ticketdFenced) {
+					n.status.fence = {standby: "dr", index: 901, at: "2026-11-27T06:05:00Z", reason: "ticketd-promoted: dr"};
+					n.status.promotions = [{standby: "old-dr", at_index: 40, advance: 1000000000000, state: "out-of-sync", token_floor: 12}];
+				}
+			}
+			const dr = JSON.parse(JSON.stringify(template));
+			dr.id = "dr"; dr.voter = false; dr.http_addr = "";
+			dr.status.node = "dr"; dr.status.this_node_standby = true; delete dr.status.standby.seen; dr.status.state = "Follower";
+			body.nodes.push(dr);
+			return new Response(JSON.stringify(body), {status: resp.status, headers: resp.headers});
+		};
+		return "rewriting";
+	})()`)
+	page.waitFor("the standby's row, its member tagged standby, and its out-of-sync banner", 10*time.Second, func(s pageState) error {
+		if !s.StandbyShown || len(s.Standby) != 1 {
+			return fmt.Errorf("standby section shown %v with rows %+v, want dr's", s.StandbyShown, s.Standby)
+		}
+		sb := s.Standby[0]
+		if sb.ID != "dr" || sb.State != "out-of-sync" || sb.Lag != "5212" || !strings.Contains(sb.Text, "10,000,000") ||
+			!strings.Contains(sb.Text, "index 812") || !strings.Contains(sb.Text, "31 s ago") || !strings.Contains(sb.Text, "no progress for 10s") {
+			return fmt.Errorf("standby row %+v, want dr out of sync, its bound, since index 812, the leader's lag and progress, the reason", sb)
+		}
+		tagged := false
+		for _, m := range s.Members {
+			tagged = tagged || m.ID == "dr" && slices.Contains(m.Tags, "standby")
+		}
+		if !tagged {
+			return errors.New("member dr not tagged standby")
+		}
+		var text string
+		for _, b := range s.Banners {
+			if b.ID == "standby" && b.Node == "dr" {
+				text = b.Text
+			}
+		}
+		if !strings.Contains(text, "dr is out of sync since index 812") || !strings.Contains(text, "--advance") {
+			return fmt.Errorf("standby banner %q, want it to say dr is out of sync and a promotion needs --advance", text)
+		}
+		if s.banner("fenced", "") || len(s.Promotions) != 0 {
+			return errors.New("a fence or a promotion shown before there is one")
+		}
+		return nil
+	})
+	evalString(page, `(() => { window.ticketdFenced = true; return "fenced"; })()`)
+	page.waitFor("the fence's banner first, and the promotion", 10*time.Second, func(s pageState) error {
+		if len(s.Banners) == 0 || s.Banners[0].ID != "fenced" {
+			return fmt.Errorf("banners %+v, want the fence's first", s.Banners)
+		}
+		if t := s.Banners[0].Text; !strings.HasPrefix(t, "FENCED: standby dr was promoted (recorded at index 901") || !strings.Contains(t, "serves nothing") {
+			return fmt.Errorf("fence banner %q", t)
+		}
+		if len(s.Promotions) != 1 || s.Promotions[0] != "old-dr" {
+			return fmt.Errorf("promotions %v, want old-dr", s.Promotions)
+		}
+		return nil
+	})
+	evalString(page, `(() => { window.fetch = window.ticketdRealFetch; window.ticketdFenced = false; return "real"; })()`)
+	page.waitFor("no standby, fence or promotion with the real answers", 10*time.Second, func(s pageState) error {
+		if s.StandbyShown || s.banner("standby", "") || s.banner("fenced", "") {
+			return errors.New("the standby's section or banners stay")
+		}
+		for _, m := range s.Members {
+			if m.ID == "dr" {
+				return errors.New("member dr stays")
+			}
+		}
+		return nil
+	})
 }

@@ -221,6 +221,27 @@ func (e NodeStorageErrorKind) Valid() bool {
 	}
 }
 
+// Defines values for PromotionState.
+const (
+	PromotionStateCatchingUp PromotionState = "catching-up"
+	PromotionStateInSync     PromotionState = "in-sync"
+	PromotionStateOutOfSync  PromotionState = "out-of-sync"
+)
+
+// Valid indicates whether the value is a known member of the PromotionState enum.
+func (e PromotionState) Valid() bool {
+	switch e {
+	case PromotionStateCatchingUp:
+		return true
+	case PromotionStateInSync:
+		return true
+	case PromotionStateOutOfSync:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SnowflakeInspectionWorkerRole.
 const (
 	SnowflakeInspectionWorkerRoleShard  SnowflakeInspectionWorkerRole = "shard"
@@ -233,6 +254,27 @@ func (e SnowflakeInspectionWorkerRole) Valid() bool {
 	case SnowflakeInspectionWorkerRoleShard:
 		return true
 	case SnowflakeInspectionWorkerRoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StandbyStatusState.
+const (
+	StandbyStatusStateCatchingUp StandbyStatusState = "catching-up"
+	StandbyStatusStateInSync     StandbyStatusState = "in-sync"
+	StandbyStatusStateOutOfSync  StandbyStatusState = "out-of-sync"
+)
+
+// Valid indicates whether the value is a known member of the StandbyStatusState enum.
+func (e StandbyStatusState) Valid() bool {
+	switch e {
+	case StandbyStatusStateCatchingUp:
+		return true
+	case StandbyStatusStateInSync:
+		return true
+	case StandbyStatusStateOutOfSync:
 		return true
 	default:
 		return false
@@ -5767,6 +5809,9 @@ type ClusterStatus struct {
 	// FeatureLevel The highest feature level this node's binary knows (`feature` describes it). Absent from an older binary, which counts as level 1.
 	FeatureLevel *int `json:"feature_level,omitempty"`
 
+	// Fence This cluster's standby answered that it was promoted: the cluster serves nothing from then on (every request that would issue IDs is 503). Absent from `ClusterStatus` otherwise.
+	Fence *Fence `json:"fence,omitempty"`
+
 	// LagEntries How many committed entries this node has yet to apply.
 	LagEntries uint64 `json:"lag_entries"`
 
@@ -5786,6 +5831,9 @@ type ClusterStatus struct {
 	// NotReady Why it is not ready; absent when it is.
 	NotReady *string `json:"not_ready,omitempty"`
 
+	// Promotions The promotions of a standby this data went through, oldest first (`ticketd promote`). Absent when there were none.
+	Promotions *[]Promotion `json:"promotions,omitempty"`
+
 	// RaftTls Whether this node's Raft traffic (log replication, votes, leadership probes) is encrypted and mutually authenticated.
 	RaftTls bool `json:"raft_tls"`
 
@@ -5795,12 +5843,18 @@ type ClusterStatus struct {
 	// Snowflake This node's worker-id lease in each namespace its Snowflake service has served (`POST /v1/namespaces/{name}/ids`) or was started to serve (`--snowflake-namespaces`), by name. Absent when there is none, and from an older binary.
 	Snowflake *[]NodeSnowflake `json:"snowflake,omitempty"`
 
+	// Standby The cluster's disaster-recovery standby as the log records it; absent from `ClusterStatus` when there is none. While it is in sync the leader serves no ID of a sequence more than `bound` past what the standby has stored, so a promotion that advances every sequence by `bound` reissues nothing.
+	Standby *StandbyStatus `json:"standby,omitempty"`
+
 	// State Its Raft state.
 	State ClusterStatusState `json:"state"`
 
 	// Storage The state of a node's data directory: whether its latest write to the Raft log succeeded and, while writes fail, how and for how long; and the sizes (-1 where a size cannot be read).
 	Storage NodeStorage `json:"storage"`
 	Term    uint64      `json:"term"`
+
+	// ThisNodeStandby Whether the answering node is the cluster's standby (it answers 503 to everything that issues IDs). Absent when it is not.
+	ThisNodeStandby *bool `json:"this_node_standby,omitempty"`
 
 	// Version This node's release (git describe of its build). Absent from a binary older than feature levels.
 	//
@@ -5831,6 +5885,21 @@ type FeatureLevel struct {
 	SnapshotFormat int `json:"snapshot_format"`
 }
 
+// Fence This cluster's standby answered that it was promoted: the cluster serves nothing from then on (every request that would issue IDs is 503). Absent from `ClusterStatus` otherwise.
+type Fence struct {
+	// At When, by the recording leader's clock. Absent while unknown.
+	At *time.Time `json:"at,omitempty"`
+
+	// Index The log entry that recorded the fence.
+	Index uint64 `json:"index"`
+
+	// Reason What the standby answered.
+	Reason *string `json:"reason,omitempty"`
+
+	// Standby The promoted standby's node ID.
+	Standby string `json:"standby"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	// Node The answering node's ID.
@@ -5854,6 +5923,15 @@ type JoinRequest struct {
 
 	// RaftAddr host:port of its Raft port, as the other nodes dial it (port 1-65535).
 	RaftAddr string `json:"raft_addr"`
+
+	// Standby Join as the cluster's disaster-recovery standby: a non-voting member that receives the log and issues nothing (see `ClusterStatus.standby`). One per cluster: a second is 409 `conflict`, and so is the standby's id joining as a voter.
+	Standby *bool `json:"standby,omitempty"`
+
+	// StandbyBound With `standby`: the IDs per sequence the leader may serve past what the standby has stored while it is in sync, and what a promotion advances every sequence by. 0 or absent: 10000000 (the largest reservation), which is also the least (smaller: 400). Without `standby`: 400.
+	StandbyBound *int64 `json:"standby_bound,omitempty"`
+
+	// StandbyTimeoutMs With `standby`: how long, in milliseconds, the standby may make no progress while it lacks entries before the leader records it out of sync and goes on without it. 0 or absent: 10000 (10 s); otherwise 100 to 3600000. Without `standby`: 400.
+	StandbyTimeoutMs *int64 `json:"standby_timeout_ms,omitempty"`
 
 	// Version The joining node's release.
 	Version *string `json:"version,omitempty"`
@@ -6158,6 +6236,30 @@ type Problem struct {
 	WorkerId *int64 `json:"worker_id,omitempty"`
 }
 
+// Promotion One promotion of a standby's data into a cluster of its own (`ticketd promote`).
+type Promotion struct {
+	// Advance How far every sequence was advanced: the bound, or the explicit `--advance`.
+	Advance int64 `json:"advance"`
+
+	// At When, by the promoting machine's clock. Absent while unknown.
+	At *time.Time `json:"at,omitempty"`
+
+	// AtIndex The last log index the standby held when it was promoted.
+	AtIndex uint64 `json:"at_index"`
+
+	// Standby The node ID of the promoted standby.
+	Standby string `json:"standby"`
+
+	// State The standby's state as its own log recorded it at the promotion.
+	State PromotionState `json:"state"`
+
+	// TokenFloor The lease fencing-token floor the promotion raised to.
+	TokenFloor uint64 `json:"token_floor"`
+}
+
+// PromotionState The standby's state as its own log recorded it at the promotion.
+type PromotionState string
+
 // RaiseSequenceRequest defines model for RaiseSequenceRequest.
 type RaiseSequenceRequest struct {
 	// AtLeast The high-water mark the sequence must have afterwards; every ID handed out after the call is above it.
@@ -6290,6 +6392,57 @@ type SnowflakeInspection struct {
 
 // SnowflakeInspectionWorkerRole The namespace's worker role.
 type SnowflakeInspectionWorkerRole string
+
+// StandbySeen What the leader sees of its standby's replication in its current term. Present on the leader's answer only.
+type StandbySeen struct {
+	// AckIndex The highest log index the standby acknowledged storing.
+	AckIndex uint64 `json:"ack_index"`
+
+	// LagEntries The leader's last log index less `ack_index`.
+	LagEntries uint64 `json:"lag_entries"`
+
+	// LastContactMs How long ago the standby last answered, in milliseconds; -1 when it has not in this term.
+	LastContactMs int64 `json:"last_contact_ms"`
+
+	// LastProgressMs How long ago the standby last acknowledged storing entries (or that it held every entry), in milliseconds; -1 when it has not in this term.
+	LastProgressMs int64 `json:"last_progress_ms"`
+
+	// Promoted The standby's answer when it says it was promoted (the leader then records a fence). Absent otherwise.
+	Promoted *string `json:"promoted,omitempty"`
+}
+
+// StandbyStatus The cluster's disaster-recovery standby as the log records it; absent from `ClusterStatus` when there is none. While it is in sync the leader serves no ID of a sequence more than `bound` past what the standby has stored, so a promotion that advances every sequence by `bound` reissues nothing.
+type StandbyStatus struct {
+	// Bound IDs per sequence the leader may serve past what the standby has stored while it is in sync.
+	Bound int64 `json:"bound"`
+
+	// Id The standby's node ID.
+	Id string `json:"id"`
+
+	// OutOfSyncCount How many times the log recorded it out of sync since it joined. Absent when never.
+	OutOfSyncCount *int64 `json:"out_of_sync_count,omitempty"`
+
+	// Reason Why it fell out of sync. Absent otherwise.
+	Reason *string `json:"reason,omitempty"`
+
+	// Seen What the leader sees of its standby's replication in its current term. Present on the leader's answer only.
+	Seen *StandbySeen `json:"seen,omitempty"`
+
+	// Since When that entry was written, by its leader's clock, for people. Absent while unknown.
+	Since *time.Time `json:"since,omitempty"`
+
+	// SinceIndex The log entry that recorded `state`.
+	SinceIndex uint64 `json:"since_index"`
+
+	// State `catching-up` until it first holds the log, `in-sync` while the leader waits for it, `out-of-sync` once it made no progress for `timeout_ms` while lacking entries (the leader goes on without it, and a promotion needs an explicit advance).
+	State StandbyStatusState `json:"state"`
+
+	// TimeoutMs How long the standby may make no progress, while it lacks entries, before the leader records it out of sync.
+	TimeoutMs int64 `json:"timeout_ms"`
+}
+
+// StandbyStatusState `catching-up` until it first holds the log, `in-sync` while the leader waits for it, `out-of-sync` once it made no progress for `timeout_ms` while lacking entries (the leader goes on without it, and a promotion needs an explicit advance).
+type StandbyStatusState string
 
 // UnavailableProblem defines model for UnavailableProblem.
 type UnavailableProblem struct {
@@ -8449,7 +8602,7 @@ type ClientInterface interface {
 
 	// JoinMemberWithBody Add a voter
 	//
-	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -8458,7 +8611,7 @@ type ClientInterface interface {
 
 	// JoinMember Add a voter
 	//
-	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -8895,7 +9048,7 @@ func (c *Client) GetClusterStatus(ctx context.Context, reqEditors ...RequestEdit
 
 // JoinMemberWithBody Add a voter
 //
-// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -8914,7 +9067,7 @@ func (c *Client) JoinMemberWithBody(ctx context.Context, contentType string, bod
 
 // JoinMember Add a voter
 //
-// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10894,7 +11047,7 @@ type ClientWithResponsesInterface interface {
 
 	// JoinMemberWithBodyWithResponse Add a voter
 	//
-	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10903,7 +11056,7 @@ type ClientWithResponsesInterface interface {
 
 	// JoinMemberWithResponse Add a voter
 	//
-	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+	// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15759,7 +15912,7 @@ func (c *ClientWithResponses) GetClusterStatusWithResponse(ctx context.Context, 
 
 // JoinMemberWithBodyWithResponse Add a voter
 //
-// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15774,7 +15927,7 @@ func (c *ClientWithResponses) JoinMemberWithBodyWithResponse(ctx context.Context
 
 // JoinMemberWithResponse Add a voter
 //
-// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves.
+// Adds the node as a voter after the leader has reached its Raft port (over mutual TLS when that is on; 400 if it cannot), and records its addresses. A member that is already a voter at that Raft address only has its addresses recorded (200). 409 `conflict` if the id has another Raft address or the address belongs to another member. Nodes started with `--join` call this themselves. With `"standby": true` it adds the node as the cluster's disaster-recovery standby instead: a non-voter that receives the log and issues nothing (its state is `ClusterStatus.standby`); one per cluster (a second is 409 `conflict`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -62,6 +62,9 @@ type nodeView struct {
 	// Snowflake is the member's own worker-id lease in each namespace its
 	// Snowflake service serves (GET /v1/cluster's snowflake).
 	Snowflake []api.NodeSnowflake `json:"snowflake,omitempty"`
+	// Standby is true for the cluster's disaster-recovery standby: a
+	// non-voter that receives the log and issues nothing (issue #34).
+	Standby bool `json:"standby,omitempty"`
 	// Error is why this member could not be asked.
 	Error string `json:"error,omitempty"`
 }
@@ -108,6 +111,7 @@ func nodeViews(ctx context.Context, co *clientOpts, st api.ClusterStatus) []node
 			v.State, v.Ready, v.NotReady, v.LagEntries, v.Storage = ns.State, ns.Ready, ns.NotReady, ns.LagEntries, &ns.Storage
 			v.Version, v.FeatureLevel = ns.Version, ns.FeatureLevel
 			v.Snowflake = ns.Snowflake
+			v.Standby = ns.ThisNodeStandby
 		}(&views[i])
 	}
 	wg.Wait()

@@ -13,8 +13,9 @@ import (
 // statusTable prints the cluster for people: one row per member, as each
 // member sees itself (gathered by one node with GET /v1/cluster/nodes, so a
 // member this machine cannot reach directly is still asked), a member that
-// did not answer with why, then each member's Snowflake leases (when any
-// member has one), then the capacity left. Each member's release
+// did not answer with why, then the disaster-recovery standby and the
+// promotions (statusstandby.go; a fenced cluster says so first), then each
+// member's Snowflake leases (when any member has one), then the capacity left. Each member's release
 // and feature level are its own answer's; the line under the summary says
 // the cluster's level (levelSummary).
 func statusTable(co *clientOpts, w io.Writer) error {
@@ -41,6 +42,10 @@ func statusTable(co *clientOpts, w io.Writer) error {
 
 func writeStatusTable(w io.Writer, nodes api.NodesStatus, capLeft capacity) error {
 	var b strings.Builder
+	sb := standbyOf(nodes)
+	if sb.fence != nil {
+		b.WriteString(fenceLine(sb.fence) + "\n\n")
+	}
 	b.WriteString(clusterSummary(nodes) + "\n" + levelSummary(nodes) + "\n\n")
 	t := newTable(left("MEMBER"), left("API"), left("VOTER"), left("VERSION"), right("LEVEL"), left("STATE"), left("READY"),
 		right("TERM"), right("COMMIT"), right("APPLIED"), right("LAG"), right("LAST CONTACT"),
@@ -48,16 +53,22 @@ func writeStatusTable(w io.Writer, nodes api.NodesStatus, capLeft capacity) erro
 	for _, n := range nodes.Nodes {
 		st := n.Status
 		if st == nil {
-			t.row(n.ID, orDash(n.HTTPAddr), cellBool(n.Voter), "-", "-", "unreachable", "-",
+			t.row(n.ID, orDash(n.HTTPAddr), cellVoter(n, sb.standby), "-", "-", "unreachable", "-",
 				"-", "-", "-", "-", "-", "-", "-", "-", "-", n.Error)
 			continue
 		}
-		t.row(n.ID, orDash(n.HTTPAddr), cellBool(n.Voter), cellVersion(st), cellLevel(st), st.State, cellBool(st.Ready),
+		t.row(n.ID, orDash(n.HTTPAddr), cellVoter(n, sb.standby), cellVersion(st), cellLevel(st), st.State, cellBool(st.Ready),
 			cellUint(st.Term), cellUint(st.CommitIndex), cellUint(st.AppliedIndex), cellUint(st.LagEntries),
 			lastContact(*st), storageState(st.Storage), cellBytes(st.Storage.FreeBytes),
 			cellBytes(st.Storage.LogBytes), cellBytes(st.Storage.SnapshotBytes), memberProblem(*st))
 	}
 	if err := t.write(&b); err != nil {
+		return err
+	}
+	if err := writeStandby(&b, sb.standby); err != nil {
+		return err
+	}
+	if err := writePromotions(&b, sb.promotions); err != nil {
 		return err
 	}
 	if err := writeSnowflakeLeases(&b, nodes); err != nil {

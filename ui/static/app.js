@@ -610,8 +610,60 @@
     if (level && level.upgrading) {
       banners.push({ kind: "warn", id: "upgrading", text: upgradingText(level) });
     }
+    const dr = standbyView(reachable, leader, self);
+    if (dr.fence) {
+      // Before every other banner: nothing else matters on a fenced cluster.
+      banners.unshift({ kind: "error", id: "fenced", node: String(dr.fence.standby), text: fenceText(dr.fence) });
+    }
+    if (dr.standby && dr.standby.state !== "in-sync") {
+      banners.push({ kind: "warn", id: "standby", node: String(dr.standby.id), text: standbyText(dr.standby) });
+    }
     const others = nodes.filter((n) => n.id !== self && n.http_addr).map((n) => ({ text: n.id, href: memberURL(n.http_addr) })).filter((l) => l.href);
-    return { self, nodes, leader, reachable, voters, votersUp, banners, others, level, changes: mergeChanges(reachable) };
+    return { self, nodes, leader, reachable, voters, votersUp, banners, others, level, dr, changes: mergeChanges(reachable) };
+  }
+
+  // standbyView is the disaster-recovery standby, the fence and the
+  // promotions as the members that answer show them. All three come from
+  // the log; the leader's answer is preferred (it alone adds what it sees of
+  // the standby's replication, and it is the newest), then this page's node,
+  // then any member's.
+  function standbyView(reachable, leader, self) {
+    const rank = (n) => (leader && n.id === leader.id ? 0 : n.id === self ? 1 : 2);
+    const ordered = [...reachable].sort((a, b) => rank(a) - rank(b));
+    const first = ordered[0];
+    const standby = first && first.status.standby ? first.status.standby : null;
+    const fenced = ordered.find((n) => n.status.fence);
+    let promotions = [];
+    for (const n of ordered) {
+      if (arr(n.status.promotions).length > promotions.length) {
+        promotions = arr(n.status.promotions);
+      }
+    }
+    return { standby, fence: fenced ? fenced.status.fence : null, promotions };
+  }
+
+  function fenceText(f) {
+    return "FENCED: standby " + String(f.standby) + " was promoted (recorded at index " + fmtInt(f.index) +
+      (parseTime(f.at) ? ", " + fmtDateTime(parseTime(f.at)) : "") + (f.reason ? ": " + String(f.reason) : "") +
+      "). This cluster serves nothing: every request that would issue IDs is answered 503. Point clients at the promoted node; " +
+      "keep these nodes stopped.";
+  }
+
+  function standbyText(sb) {
+    const since = parseTime(sb.since);
+    const when = " since index " + fmtInt(sb.since_index) + (since ? " (" + fmtDateTime(since) + ")" : "");
+    if (sb.state === "catching-up") {
+      return "The disaster-recovery standby " + String(sb.id) + " is catching up" + when +
+        ": it does not hold the log yet, so a promotion now would need --advance.";
+    }
+    return "The disaster-recovery standby " + String(sb.id) + " is out of sync" + when + (sb.reason ? ": " + String(sb.reason) : "") +
+      ". The primary goes on without it; a promotion now would need --advance. The leader records it in sync once it has caught up.";
+  }
+
+  // isStandby says whether member n is the cluster's standby: a non-voter
+  // of its own kind, whether or not it answers.
+  function isStandby(n, v) {
+    return !n.voter && ((v.dr.standby && v.dr.standby.id === n.id) || Boolean(n.status && n.status.this_node_standby));
   }
 
   // snowflakeOf is a member's own worker-id lease in each Snowflake
@@ -768,6 +820,7 @@
 
     const rows = v.nodes.map((n) => memberRow(n, v));
     $("members").tBodies[0].replaceChildren(...rows);
+    drawStandby(v.dr);
 
     const now = Date.now();
     const changeRows = v.changes.map((c) =>
@@ -782,6 +835,49 @@
     $("leader-changes").tBodies[0].replaceChildren(...changeRows);
   }
 
+  // drawStandby fills the standby's section: its recorded state, and from
+  // the leader's answer its replication ("—" when no leader answers,
+  // "never" when it made no progress in this leader's term); then the
+  // promotions. The section is hidden when there is neither.
+  function drawStandby(dr) {
+    $("standby-section").hidden = !dr.standby && dr.promotions.length === 0;
+    const sb = dr.standby;
+    const rows = [];
+    if (sb) {
+      const seen = sb.seen || null;
+      const since = parseTime(sb.since);
+      let progress = "—";
+      if (seen) {
+        const p = Number(seen.last_progress_ms);
+        progress = p < 0 ? "never" : fmtDuration(p) + " ago";
+      }
+      const lag = seen ? big(seen.lag_entries) : null;
+      rows.push(el("tr", { "data-standby": String(sb.id), "data-state": String(sb.state), "data-lag": lag === null ? "" : lag.toString() },
+        el("th", { scope: "row" }, el("span", { class: "node-id" }, String(sb.id))),
+        el("td", null, stateBadge(sb.state)),
+        el("td", { class: "num" }, fmtInt(sb.bound)),
+        el("td", { class: "num" }, fmtDuration(Number(sb.timeout_ms))),
+        el("td", null, "index " + fmtInt(sb.since_index), since ? el("span", { class: "muted" }, " · " + fmtDateTime(since)) : null),
+        el("td", { class: "num" + (Number(sb.out_of_sync_count) > 0 ? " warn-text" : "") }, fmtInt(sb.out_of_sync_count || 0)),
+        el("td", { class: "num" }, seen ? fmtInt(seen.ack_index) : "—"),
+        el("td", { class: "num" + (lag !== null && lag > 1000n ? " warn-text" : "") }, seen ? fmtInt(seen.lag_entries) : "—"),
+        el("td", { class: "num" }, progress),
+        el("td", { class: sb.reason ? "error-text" : "muted" }, sb.reason ? String(sb.reason) : "—")));
+    }
+    $("standby").tBodies[0].replaceChildren(...rows);
+    $("promotions-wrap").hidden = dr.promotions.length === 0;
+    $("promotions").tBodies[0].replaceChildren(...dr.promotions.map((p) => {
+      const at = parseTime(p.at);
+      return el("tr", { "data-promoted": String(p.standby) },
+        el("th", { scope: "row" }, el("span", { class: "node-id" }, String(p.standby))),
+        el("td", { class: "num" }, fmtInt(p.at_index)),
+        el("td", { class: "num" }, fmtInt(p.advance)),
+        el("td", null, stateBadge(p.state)),
+        el("td", { class: "num" }, fmtInt(p.token_floor)),
+        el("td", null, at ? fmtDateTime(at) : "—"));
+    }));
+  }
+
   function memberRow(n, v) {
     const st = n.reachable ? n.status : null;
     const isLeader = v.leader && v.leader.id === n.id;
@@ -790,7 +886,7 @@
     const nameCell = el("th", { scope: "row" },
       el("span", { class: "node-id" }, String(n.id)),
       n.id === v.self ? el("span", { class: "tag" }, "this page") : null,
-      n.voter ? null : el("span", { class: "tag" }, "non-voter"));
+      n.voter ? null : el("span", { class: "tag" }, isStandby(n, v) ? "standby" : "non-voter"));
     const addrCell = el("td", { class: "addr" }, href ? el("a", { href }, addr) : addr || "—");
     const attrs = { "data-node": String(n.id), "data-reachable": st ? "true" : "false", "data-state": st ? String(st.state) : "unreachable", class: isLeader ? "is-leader" : st ? "" : "is-down" };
     if (!st) {
