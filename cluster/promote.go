@@ -62,6 +62,11 @@ type PromoteOptions struct {
 	ID string
 	// Advance is the operator's --advance; 0 uses the recorded bound.
 	Advance int64
+	// PrimaryLostAt is when the operator knows the primary was lost by
+	// (--primary-lost-at): the recorded bound is used only if that is
+	// before the standby's trust horizon (the last time it was caught up,
+	// plus its timeout, less a margin). Zero: not given.
+	PrimaryLostAt time.Time
 	// Now is the promoting machine's wall clock, recorded for people.
 	Now time.Time
 	// Prepare, if set, is called on the state machine before it reads
@@ -77,9 +82,11 @@ type PromoteReport struct {
 	Result   fsm.PromoteResult
 	// LastIndex is the last index of the standby's log.
 	LastIndex uint64
-	// Contact is when the standby last heard from the primary, as it
-	// recorded it ("" if it never did).
-	Contact string
+	// CaughtUpAt is the last time the standby held everything the primary
+	// had committed (zero if it never recorded it), and TrustUntil the
+	// horizon before which no out-of-sync record can exist.
+	CaughtUpAt time.Time
+	TrustUntil time.Time
 }
 
 // Promote makes a stopped standby's data a one-node cluster. Every refusal
@@ -111,7 +118,6 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 		return rep, err
 	}
 	rep.ID = id
-	rep.Contact = readContact(o.DataDir)
 	logger := o.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -158,6 +164,12 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 	rep.RaftAddr = string(self.Address)
 	if _, err := f.PromoteCheck(id, o.Advance); err != nil {
 		return rep, fmt.Errorf("%w: %w", ErrPromote, err)
+	}
+	if o.Advance == 0 {
+		sb, _ := f.StandbyInfo()
+		if err := checkTrust(&rep, o, sb); err != nil {
+			return rep, err
+		}
 	}
 	freshPath := filepath.Join(o.DataDir, freshStartFile)
 	if _, err := os.Stat(freshPath); err == nil && o.Advance == 0 {
@@ -325,4 +337,33 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// ErrPrimaryLostAt: the bound may be trusted only if the primary was lost
+// before the standby's trust horizon, which the operator must say.
+var ErrPrimaryLostAt = errors.New("when was the primary lost")
+
+// checkTrust decides whether the standby's in-sync record may be trusted
+// for a promotion with the recorded bound: only if the operator says the
+// primary was lost before the standby's trust horizon (see contactFile).
+func checkTrust(rep *PromoteReport, o PromoteOptions, sb fsm.Standby) error {
+	timeout := time.Duration(sb.TimeoutMs) * time.Millisecond
+	at, _, ok := readContact(o.DataDir)
+	if !ok {
+		return fmt.Errorf("%w: %w: this standby never recorded being caught up with the primary (%s is missing), so its in-sync record cannot be checked against when the primary was lost: give --advance N", ErrPromote, fsm.ErrStandbyNotInSync, contactFile)
+	}
+	// The margin covers the two machines' clocks drifting apart during
+	// the timeout and the message's travel (a tenth of it: a second at the default).
+	margin := timeout / 10
+	rep.CaughtUpAt, rep.TrustUntil = at, at.Add(timeout-margin)
+	horizon := rep.TrustUntil.UTC().Format(time.RFC3339)
+	switch {
+	case o.PrimaryLostAt.IsZero():
+		return fmt.Errorf("%w: %w: the standby was last caught up with the primary at %s; its leader could record it out of sync without its knowing (a cut link) from %s on. Say when the primary was lost: --primary-lost-at TIME (RFC 3339); a time up to %s promotes with the recorded bound of %d. Otherwise, or if you do not know, give --advance N (at least the IDs any sequence can have been given since %s)",
+			ErrPromote, ErrPrimaryLostAt, at.UTC().Format(time.RFC3339Nano), horizon, horizon, sb.Bound, at.UTC().Format(time.RFC3339))
+	case o.PrimaryLostAt.After(rep.TrustUntil):
+		return fmt.Errorf("%w: %w: the primary was lost at %s, after %s (the standby was last caught up at %s, plus its timeout of %s, less %s): it may have recorded this standby out of sync and gone on without it. Give --advance N, at least the IDs any sequence can have been given since %s",
+			ErrPromote, fsm.ErrStandbyNotInSync, o.PrimaryLostAt.UTC().Format(time.RFC3339), horizon, at.UTC().Format(time.RFC3339Nano), timeout, margin, at.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

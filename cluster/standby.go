@@ -657,20 +657,26 @@ func (n *Node) heardFromStandby(term uint64) bool {
 	}
 }
 
-// contactFile records, on the standby, when it last heard from a leader and
-// what it had applied then (wall clock, for people). ticketd promote shows it:
-// a standby cut off for longer than its timeout may have been recorded out of
-// sync without receiving the record, and only the operator, who knows when
-// the primary region was lost, can tell (README, "Disaster recovery").
+// contactFile records, on the standby, the last time it held everything its
+// leader had committed: the receive time (wall clock) of the latest
+// AppendEntries whose commit index it had applied. The leader records a
+// standby out of sync only after its timeout without progress, and a
+// standby caught up at t acknowledged that message, so no out-of-sync record
+// can exist before t + timeout (less the clocks' drift); a primary lost
+// before then left this standby's in-sync record true. A standby cut off
+// from the primary never receives the record, and cannot tell a lost link
+// from a lost primary: ticketd promote therefore asks the operator when the
+// primary was lost (--primary-lost-at) and compares (README, "Disaster
+// recovery").
 const contactFile = "standby-contact"
 
-// recordContact runs on every node and writes contactFile about once a
-// second while this node is the recorded standby and hears from a leader.
+// recordContact runs on every node and writes contactFile while this node
+// is the recorded standby and caught up.
 func (n *Node) recordContact() {
 	defer n.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	var written time.Time
+	var written int64
 	for {
 		select {
 		case <-n.shutdownCh:
@@ -681,26 +687,30 @@ func (n *Node) recordContact() {
 		if !ok || sb.ID != n.cfg.ID {
 			continue
 		}
-		last := n.raft.LastContact()
-		if last.IsZero() || !last.After(written) {
+		seenAt, commit := n.watch.commitSeenAt.Load(), n.watch.leaderCommit.Load()
+		applied := n.raft.AppliedIndex()
+		if seenAt <= written || commit == 0 || applied < commit {
 			continue
 		}
-		line := fmt.Sprintf("%s %d\n", last.UTC().Format(time.RFC3339Nano), n.raft.AppliedIndex())
+		line := fmt.Sprintf("%s %d %d\n", time.Unix(0, seenAt).UTC().Format(time.RFC3339Nano), applied, sb.TimeoutMs)
 		if err := writeFileSync(filepath.Join(n.cfg.DataDir, contactFile), line); err == nil {
-			written = last
+			written = seenAt
 		}
 	}
 }
 
-// readContact is what contactFile in dir says ("" when it does not exist).
-func readContact(dir string) string {
+// readContact is what contactFile in dir says: when the standby was last
+// caught up, at which applied index (ok false when it never recorded it).
+func readContact(dir string) (at time.Time, index uint64, ok bool) {
 	b, err := os.ReadFile(filepath.Join(dir, contactFile))
 	if err != nil {
-		return ""
+		return time.Time{}, 0, false
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return ""
+	if len(f) < 2 {
+		return time.Time{}, 0, false
 	}
-	return fmt.Sprintf("last heard from the primary's leader at %s, having applied index %s", f[0], f[1])
+	at, err1 := time.Parse(time.RFC3339Nano, f[0])
+	index, err2 := strconv.ParseUint(f[1], 10, 64)
+	return at, index, err1 == nil && err2 == nil
 }

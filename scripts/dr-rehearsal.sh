@@ -142,6 +142,7 @@ echo "POST /v1/sequences/orders/ranges on dr: $code"
 [[ $code == 503 ]] || fail "the standby answered $code to a reservation, want 503"
 
 step "lose the primary: SIGKILL n1, n2 and n3 at once"
+lost_at=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
 {
 	kill -KILL "${primary_pids[@]}"
 	for pid in "${primary_pids[@]}"; do
@@ -155,8 +156,8 @@ step "stop the standby (SIGTERM)"
 stop_pid "$standby_pid" 10
 echo "dr stopped"
 
-step "promote it: ticketd promote --data-dir $tmp/data/dr"
-show "$bin" promote --data-dir "$tmp/data/dr" || fail "ticketd promote refused"
+step "promote it: ticketd promote --data-dir $tmp/data/dr --primary-lost-at $lost_at"
+show "$bin" promote --data-dir "$tmp/data/dr" --primary-lost-at "$lost_at" || fail "ticketd promote refused"
 
 step "a second promotion is refused, and changes nothing"
 if out=$("$bin" promote --data-dir "$tmp/data/dr" 2>&1); then

@@ -129,6 +129,7 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 	g.waitProgress(t, 200, 15*time.Second)
 
 	// The whole primary dies at once, mid-load.
+	lostAt := time.Now()
 	for _, n := range primary {
 		tc.Kill(n.ID)
 	}
@@ -137,7 +138,15 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 	t.Logf("primary acknowledged %d ranges up to %d (%d failed attempts)", g.log.Len(), acked, g.failures.Load())
 
 	tc.Kill("dr")
-	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Now: time.Now()})
+	// Without the time the primary was lost, the standby's in-sync
+	// record cannot be weighed; a time after its horizon is refused.
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir}); !errors.Is(err, cluster.ErrPrimaryLostAt) {
+		t.Fatalf("promote without --primary-lost-at: %v", err)
+	}
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt.Add(10 * time.Second)}); !errors.Is(err, fsm.ErrStandbyNotInSync) {
+		t.Fatalf("promote with the primary lost after the horizon: %v", err)
+	}
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, Now: time.Now()})
 	if err != nil {
 		t.Fatalf("promote: %v", err)
 	}
@@ -145,7 +154,7 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 		t.Fatalf("promotion %+v", rep.Result.Promotion)
 	}
 	// A second promotion of the same data is refused, and changes nothing.
-	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Now: time.Now()}); !errors.Is(err, fsm.ErrAlreadyPromoted) {
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, Now: time.Now()}); !errors.Is(err, fsm.ErrAlreadyPromoted) {
 		t.Fatalf("second promotion: %v", err)
 	}
 

@@ -52,13 +52,14 @@ var wantKinds = map[string]struct {
 
 // Sentinels that never reach the store, and why.
 var noKind = map[string]string{
-	"fsm.ErrLeaseTimerStale":  "a lessor timer's entry that lost a race; only the lessor sees it",
-	"cluster.ErrStorage":      "a data directory the node refuses to start on; only cluster.Open returns it",
-	"fsm.ErrNotStandby":       "a promotion refused; only the offline ticketd promote sees it",
-	"fsm.ErrAlreadyPromoted":  "a promotion refused; only the offline ticketd promote sees it",
-	"fsm.ErrStandbyNotInSync": "a promotion refused; only the offline ticketd promote sees it",
-	"fsm.ErrAdvanceTooSmall":  "a promotion refused; only the offline ticketd promote sees it",
-	"cluster.ErrPromote":      "a promotion refused; only the offline ticketd promote sees it",
+	"fsm.ErrLeaseTimerStale":   "a lessor timer's entry that lost a race; only the lessor sees it",
+	"cluster.ErrStorage":       "a data directory the node refuses to start on; only cluster.Open returns it",
+	"fsm.ErrNotStandby":        "a promotion refused; only the offline ticketd promote sees it",
+	"fsm.ErrAlreadyPromoted":   "a promotion refused; only the offline ticketd promote sees it",
+	"fsm.ErrStandbyNotInSync":  "a promotion refused; only the offline ticketd promote sees it",
+	"fsm.ErrAdvanceTooSmall":   "a promotion refused; only the offline ticketd promote sees it",
+	"cluster.ErrPromote":       "a promotion refused; only the offline ticketd promote sees it",
+	"cluster.ErrPrimaryLostAt": "a promotion refused; only the offline ticketd promote sees it",
 }
 
 var allKinds = []error{domain.ErrInvalid, domain.ErrNotFound, domain.ErrConflict, domain.ErrExhausted,

@@ -20,13 +20,14 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "the stopped standby's data directory (required)")
 	id := fs.String("id", "", "the standby's --id (read from the data directory when it records one)")
 	advance := fs.Int64("advance", 0, "raise every high-water mark by N instead of the recorded bound: required for a standby recorded out of sync (at least the IDs any sequence can have been given since), never below the bound")
+	lostAt := fs.String("primary-lost-at", "", "when the primary region was lost by (RFC 3339, e.g. 2026-11-27T07:30:00Z): the recorded bound is trusted only if that is before the standby's horizon (its last catch-up plus its timeout); without it, give --advance")
 	output := fs.String("o", "text", "text or json")
 	fault := registerFaultFlag(fs)
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
 	}
 	if *dataDir == "" {
-		return usageError{"usage: ticketd promote --data-dir DIR [--advance N] [--id ID]\n" +
+		return usageError{"usage: ticketd promote --data-dir DIR (--primary-lost-at TIME | --advance N) [--id ID]\n" +
 			"  run it on the stopped standby once the primary region is lost; then start it with ticketd serve"}
 	}
 	if *advance < 0 {
@@ -35,11 +36,19 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	if *output != "text" && *output != "json" {
 		return usageError{fmt.Sprintf("-o %q: want text or json", *output)}
 	}
+	var lost time.Time
+	if *lostAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, *lostAt)
+		if err != nil {
+			return usageError{fmt.Sprintf("--primary-lost-at %q: want an RFC 3339 time, e.g. 2026-11-27T07:30:00Z", *lostAt)}
+		}
+		lost = t
+	}
 	prepare, err := promoteFaults(*fault)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: *dataDir, ID: *id, Advance: *advance, Now: time.Now(), Prepare: prepare})
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: *dataDir, ID: *id, Advance: *advance, PrimaryLostAt: lost, Now: time.Now(), Prepare: prepare})
 	if err != nil {
 		if errors.Is(err, cluster.ErrPromote) {
 			return fmt.Errorf("%w\nnothing was changed in %s", err, *dataDir)
@@ -49,21 +58,21 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	p := rep.Result.Promotion
 	if *output == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{
-			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance, "contact": rep.Contact,
+			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance,
 			"state": p.State, "token_floor": p.TokenFloor, "sequences": rep.Result.Sequences,
 			"exhausted": rep.Result.Exhausted, "held_leases": rep.Result.HeldLeases,
 		})
 	}
 	fmt.Fprintf(stdout, "promoted %s (raft %s): its state up to index %d is now a one-node cluster\n", rep.ID, rep.RaftAddr, rep.LastIndex)
 	fmt.Fprintf(stdout, "  standby was %s; every sequence's mark raised by %d (%d sequences)\n", p.State, p.Advance, rep.Result.Sequences)
-	if rep.Contact != "" {
-		fmt.Fprintf(stdout, "  it %s\n", rep.Contact)
+	if !rep.CaughtUpAt.IsZero() {
+		fmt.Fprintf(stdout, "  it was last caught up with the primary at %s; the primary, lost by then, could not have gone on without it\n", rep.CaughtUpAt.UTC().Format(time.RFC3339Nano))
 	}
 	if len(rep.Result.Exhausted) > 0 {
 		fmt.Fprintf(stdout, "  exhausted by the advance (fewer IDs left than it): %v\n", rep.Result.Exhausted)
 	}
 	fmt.Fprintf(stdout, "  %d worker-id leases held: each is timed out with a full TTL, then its id rests the recycle delay, from when the new leader serves\n", rep.Result.HeldLeases)
 	fmt.Fprintf(stdout, "  lease fencing floor raised to %d\n", p.TokenFloor)
-	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s with the same --raft-addr (and --raft-advertise %s) as before, without --standby or --join; point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
+	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s with the same --raft-addr (it is reached at %s) as before, without --standby or --join; point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
 	return nil
 }
