@@ -580,8 +580,12 @@ func (r *drReport) summary() []string {
 		out = append(out, fmt.Sprintf("dr: ticketd %s -> exit %d", strings.Join(p.Args, " "), p.ExitCode))
 	}
 	if r.ServingMs > 0 {
-		out = append(out, fmt.Sprintf("dr: advance %d (%s); promoted serving %.1fs after the kill; after promotion %d ranges, %d IDs",
-			r.Advance, orDash(r.AdvanceWhy), (r.ServingMs-r.KillMs)/1000, r.After.Ranges, r.After.IDs))
+		planted := ""
+		if r.Fault != "" {
+			planted = ", but planted " + r.Fault + ": no mark raised"
+		}
+		out = append(out, fmt.Sprintf("dr: advance %d (%s%s); promoted serving %.1fs after the kill; after promotion %d ranges, %d IDs",
+			r.Advance, orDash(r.AdvanceWhy), planted, (r.ServingMs-r.KillMs)/1000, r.After.Ranges, r.After.IDs))
 	}
 	if f := r.Fence; f != nil {
 		out = append(out, fmt.Sprintf("dr: old primary restarted: fenced %s after %.1fs; %d of %d reservations acknowledged (statuses %v)",
