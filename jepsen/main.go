@@ -117,6 +117,19 @@ type config struct {
 	Upgrade     bool
 	Rollback    bool
 	UpgradeFrom string
+	// DR: a disaster-recovery run (dr.go): a standby beside the primary,
+	// the primary lost, the standby promoted. DRDisaster is how the
+	// standby stands when the primary is lost (in-sync, out-of-sync),
+	// DRAfter how long the promoted node serves, DRFault the planted bug
+	// of ticketd promote (from --fault; never passed to serve), DRFence
+	// whether the old primary is started again.
+	DR               bool
+	DRStandbyTimeout time.Duration
+	DRDisaster       string
+	DRAfter          time.Duration
+	DRFault          string
+	DRFence          bool
+	DRLarge          int
 
 	Heartbeat, Election, Lease time.Duration
 	SnapThreshold, Trailing    uint64
@@ -209,6 +222,12 @@ func run(args []string) int {
 	fs.BoolVar(&cfg.Upgrade, "upgrade", false, "start the nodes on the older release named in jepsen/upgrade-from and replace them one at a time (the leader first, each under a nemesis) by the binary under test; then the cluster's feature level must rise and every feature that needs it work (process mode; no migration; nemeses "+defaultUpgradeKinds+" unless --nemesis names others)")
 	fs.BoolVar(&cfg.Rollback, "rollback", false, "with --upgrade: after three nodes are replaced, put two of them back on the older release (same data) before the level rises, then replace them all")
 	fs.StringVar(&cfg.UpgradeFrom, "upgrade-from", "", "with --upgrade: the commit to upgrade from (default: the one jepsen/upgrade-from names)")
+	fs.BoolVar(&cfg.DR, "dr", false, "disaster recovery: a standby (serve --join --standby) follows the primary under the nemeses and its own cuts; then every primary node is SIGKILLed at once, the standby promoted (ticketd promote) and started alone, the workload goes on against it, and the old primary is started again and must be fenced (process mode with namespaces; nemeses "+defaultUpgradeKinds+" unless --nemesis names others)")
+	fs.DurationVar(&cfg.DRStandbyTimeout, "dr-standby-timeout", time.Second, "with --dr: the standby's --standby-timeout")
+	fs.StringVar(&cfg.DRDisaster, "dr-disaster", "in-sync", "with --dr: lose the primary while the leader records the standby in-sync, or out-of-sync (cut off; promotion then needs --advance, which the harness derives from the history)")
+	fs.DurationVar(&cfg.DRAfter, "dr-after", 10*time.Second, "with --dr: how long the promoted node serves the workload (counted in --time-limit)")
+	fs.IntVar(&cfg.DRLarge, "dr-large", 0, "with --dr-disaster out-of-sync: after the leader recorded the standby out of sync, reserve this many times the largest count a client may ask (api.MaxReserveCount, the standby's default bound) on jep-a before the primary is lost")
+	fs.BoolVar(&cfg.DRFence, "dr-fence", true, "with --dr: start the old primary again after the promoted phase; it must fence itself and acknowledge nothing")
 	fs.StringVar(&checkDir, "check", "", "only re-check the history.jsonl of this run folder and rewrite its results")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -227,7 +246,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "jepsen: --clock-steps:", err)
 		return exitInconclusive
 	}
-	if cfg.Upgrade && !flagSet(fs, "nemesis") {
+	if (cfg.Upgrade || cfg.DR) && !flagSet(fs, "nemesis") {
 		nemeses = defaultUpgradeKinds
 	}
 	kinds, err := parseKinds(nemeses)
@@ -244,6 +263,14 @@ func run(args []string) int {
 		// The migration's fresh cluster would start on the older release
 		// (every new identity does in an upgrade run); it has its own runs.
 		cfg.Migration = false
+	}
+	if cfg.DR {
+		if err := checkDRKinds(kinds); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return exitInconclusive
+		}
+		cfg.drWorkload()
+		cfg.Faults, cfg.DRFault = splitPromoteFault(cfg.Faults)
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
@@ -308,6 +335,14 @@ func (c *config) validate() error {
 		return errors.New("--rollback and --upgrade-from go with --upgrade")
 	case c.Upgrade && c.Docker:
 		return errors.New("--upgrade runs in process mode only")
+	case c.DR && (c.Docker || c.Upgrade):
+		return errors.New("--dr runs in process mode, without --upgrade")
+	case c.DR && (c.DRDisaster != "in-sync" && c.DRDisaster != "out-of-sync"):
+		return fmt.Errorf("--dr-disaster %q: want in-sync or out-of-sync", c.DRDisaster)
+	case c.DR && (c.DRStandbyTimeout < 100*time.Millisecond || c.DRAfter < time.Second || c.TimeLimit < c.DRAfter+10*time.Second):
+		return errors.New("--dr: want --dr-standby-timeout >= 100ms, --dr-after >= 1s and --time-limit at least 10s longer than --dr-after")
+	case !c.DR && slices.Contains(strings.Split(c.Faults, ","), promoteFault):
+		return errors.New("--fault " + promoteFault + " is a bug of ticketd promote: it goes with --dr")
 	case c.Upgrade && c.Nodes < 4:
 		return errors.New("--upgrade: want --nodes >= 4 (a rollback of two replaced nodes needs three replaced and one left)")
 	}
@@ -336,7 +371,7 @@ func (c *config) validate() error {
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
 	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry",
-	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor"}
+	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", promoteFault}
 
 // flagSet reports whether the command line set the named flag.
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -350,5 +385,5 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // build's clock control (/unsafe/clock). Without --fault nothing is planted:
 // the clock control is then the only difference from a production build.
 func (c *config) faultsBuild() bool {
-	return c.Faults != "" || needClockControl(c.Nemeses)
+	return c.Faults != "" || c.DRFault != "" || needClockControl(c.Nemeses)
 }

@@ -66,6 +66,8 @@ type runInfo struct {
 	MigrationWanted bool `json:"migration_wanted,omitempty"`
 	// Upgrade is what an upgrade run (--upgrade) did and saw.
 	Upgrade *upgradeReport `json:"upgrade,omitempty"`
+	// DR is what a disaster-recovery run (--dr) did and saw.
+	DR *drReport `json:"dr,omitempty"`
 }
 
 type runResults struct {
@@ -169,6 +171,13 @@ func execute(ctx context.Context, cfg *config) int {
 			return exitInconclusive
 		}
 	}
+	var drRun *dr
+	if cfg.DR {
+		if drRun, err = setupDR(ctx, cfg, c, w, nem, rec, logf); err != nil {
+			logf("setup: %v", err)
+			return exitInconclusive
+		}
+	}
 	kinds := nem.applicable()
 	for k, why := range nem.skipped {
 		logf("nemesis %s skipped: %s", k, why)
@@ -198,7 +207,11 @@ func execute(ctx context.Context, cfg *config) int {
 	// The workload and the nemeses run until the time limit, the cycles
 	// are done, a violation is seen (with --stop-on-violation) or the
 	// harness is interrupted.
-	runCtx, cancelRun := context.WithTimeout(ctx, cfg.TimeLimit)
+	limit := cfg.TimeLimit
+	if drRun != nil {
+		limit += 90 * time.Second // the disaster, the promotion and the old primary's restart come on top
+	}
+	runCtx, cancelRun := context.WithTimeout(ctx, limit)
 	defer cancelRun()
 	logf("workload: %d raw, %d small-sequence, %d many-sequences (on %d sequences), %d read, %d read-after-write, %d raise, %d SDK, %d Snowflake, %d lease, %d server-made Snowflake workers; nemeses: %s",
 		cfg.RawWorkers, cfg.SmallWorkers, cfg.ManyWorkers, cfg.ManySeqs, cfg.Readers, cfg.RWWorkers, cfg.RaiseWorkers, cfg.SDKWorkers, cfg.SnowflakeWorkers, cfg.LeaseWorkers, cfg.ServerSnowflakeWorkers, strings.Join(kinds, " "))
@@ -257,7 +270,11 @@ func execute(ctx context.Context, cfg *config) int {
 	var detMu sync.Mutex
 	if cfg.StopOnViolation {
 		go func() {
-			for sleepCtx(runCtx, 3*time.Second) {
+			every := 3 * time.Second
+			if drRun != nil {
+				every = time.Second // the time to catch is measured from the promotion
+			}
+			for sleepCtx(runCtx, every) {
 				ops := rec.snapshot()
 				why := checker.QuickCheck(ops)
 				if why == "" && tail != nil {
@@ -300,6 +317,8 @@ func execute(ctx context.Context, cfg *config) int {
 			info.Detection = fmt.Sprintf("%s (%s) stopped by itself: %s", e.Node, e.Binary, strings.Join(e.Last, " | "))
 			detMu.Unlock()
 		}
+	} else if drRun != nil {
+		drRun.run(runCtx, kinds) // the primary phase, the disaster, the promoted phase, the old primary's restart
 	} else {
 		nem.loop(runCtx, kinds) // returns at the time limit, or once the cycles are done
 	}
@@ -322,8 +341,12 @@ func execute(ctx context.Context, cfg *config) int {
 		w.halt()
 	} else {
 		logf("final heal")
-		if err := nem.healAll(fctx); err != nil {
-			logf("final heal: %v", err)
+		// After a DR run's disaster the promoted node is the cluster:
+		// healAll would join fresh nodes to it.
+		if drRun == nil {
+			if err := nem.healAll(fctx); err != nil {
+				logf("final heal: %v", err)
+			}
 		}
 		recovery := 60 * time.Second
 		if up != nil && up.stopped() {
@@ -409,6 +432,9 @@ func execute(ctx context.Context, cfg *config) int {
 	res := checker.Analyze(h, checker.Options{Porcupine: checker.PorcupineOptions{
 		Window: cfg.PorcupineWindow, VisDir: cfg.Out, MaxVis: 3, Timeout: 10 * time.Second, Budget: 5 * time.Minute,
 	}})
+	if drRun != nil {
+		info.DR = drRun.finish(&res, &info)
+	}
 	info.TotalSeconds = time.Since(t0).Seconds()
 	out := runResults{Results: res, Run: info}
 	code := verdict(&out)
@@ -430,12 +456,13 @@ func verdict(r *runResults) int {
 	broken := !r.WellFormed.Valid || !r.Uniqueness.Valid || r.Lost.LostRanges > 0 || !r.Linearizable.Valid ||
 		!r.Reads.Valid || !r.Raises.Valid || !r.UnknownRaises.Valid || (r.Porcupine != nil && !r.Porcupine.Valid) ||
 		!r.Leases.Valid || !r.Snowflake.Valid || !r.NodeSnowflake.Valid || !r.Migration.Valid ||
-		(r.Run.Upgrade != nil && len(r.Run.Upgrade.Problems) > 0)
+		(r.Run.Upgrade != nil && len(r.Run.Upgrade.Problems) > 0) || (r.Run.DR != nil && len(r.Run.DR.Problems) > 0)
 	switch {
 	case broken:
 		return exitInvalid
 	case r.Run.Interrupted, !r.Lost.Checked, !r.Valid, r.Run.MigrationWanted && !migrated(r.Run.Migrations),
-		r.Run.Upgrade != nil && (r.Run.Upgrade.Incomplete != "" || !r.Run.Upgrade.ScheduleEnded):
+		r.Run.Upgrade != nil && (r.Run.Upgrade.Incomplete != "" || !r.Run.Upgrade.ScheduleEnded),
+		r.Run.DR != nil && (r.Run.DR.Incomplete != "" || r.Run.DR.After.Ranges == 0):
 		return exitInconclusive
 	}
 	return exitValid
@@ -520,9 +547,17 @@ func summarize(logf func(string, ...any), r *runResults) {
 			logf("%s", line)
 		}
 	}
+	if d := r.Run.DR; d != nil {
+		for _, line := range d.summary() {
+			logf("%s", line)
+		}
+	}
 	reasons := r.InvalidReasons
 	if u := r.Run.Upgrade; u != nil && len(u.Problems) > 0 {
 		reasons = append(slices.Clone(reasons), "upgrade: "+strings.Join(u.Problems, "; "))
+	}
+	if d := r.Run.DR; d != nil && len(d.Problems) > 0 {
+		reasons = append(slices.Clone(reasons), "dr: "+strings.Join(d.Problems, "; "))
 	}
 	if len(reasons) == 0 && r.Valid {
 		logf("VALID")

@@ -1,0 +1,651 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	"github.com/ticketd/ticketd/internal/proc"
+	"github.com/ticketd/ticketd/jepsen/checker"
+)
+
+// The disaster-recovery run (--dr, issue #34): the primary cluster runs the
+// reserve workload under the nemeses while a standby (ticketd serve --join
+// --standby) follows it, cut off now and then for longer than its timeout
+// so that the leader records it out of sync and, once healed, in sync
+// again. Then the disaster: every primary node SIGKILLed at once under
+// load, the standby stopped, `ticketd promote` on its data dir, and the
+// standby started alone as a one-node cluster; the workers keep going
+// against it. The history, before and after the promotion, goes through the
+// usual checkers: no acknowledged ID twice. Afterwards the old primary is
+// started again on its data: its standby (now the promoted node) answers
+// its Raft traffic with "ticketd-promoted:", so it must fence itself and
+// serve nothing; its answers are recorded in the history too.
+
+const (
+	drStandbyID = "sb1"
+	// drSlot is the standby's slot: above the slots membership changes
+	// use (Nodes+2 at most 9+2) and below the migrations' (20+).
+	drSlot = 19
+	// drWorker is the worker id of the harness's own probes of the old
+	// primary after the promotion.
+	drWorker = 31_000
+	// drBound is the standby's bound: the server's default and minimum
+	// (api.MaxReserveCount).
+	drBound = api.DefaultStandbyBound
+	// bootPromoted starts a node with neither --initial-cluster nor
+	// --join: a promoted standby's data is its one-node cluster.
+	bootPromoted bootMode = 100
+)
+
+// drReport is results.json's run.dr.
+type drReport struct {
+	Standby        string         `json:"standby"`
+	StandbyTimeout string         `json:"standby_timeout"`
+	Disaster       string         `json:"disaster"` // in-sync or out-of-sync: how the harness arranged it
+	Fault          string         `json:"fault,omitempty"`
+	Flips          []drFlip       `json:"state_flips"`
+	Cuts           int            `json:"standby_cuts"`
+	StateAtKill    string         `json:"state_at_kill,omitempty"`
+	KillMs         float64        `json:"killed_primary_ms,omitempty"`
+	Promotes       []drPromote    `json:"promotes,omitempty"`
+	Advance        int64          `json:"advance,omitempty"`
+	AdvanceWhy     string         `json:"advance_why,omitempty"`
+	StartMs        float64        `json:"promoted_start_ms,omitempty"`
+	ServingMs      float64        `json:"promoted_serving_ms,omitempty"`
+	Promotion      *api.Promotion `json:"promotion,omitempty"`
+	After          drFigures      `json:"after_promotion"`
+	Fence          *drFence       `json:"fence,omitempty"`
+	TimeToCatchMs  float64        `json:"time_to_catch_ms,omitempty"`
+	FirstDupMs     float64        `json:"first_duplicate_after_serving_ms,omitempty"`
+	Problems       []string       `json:"problems,omitempty"`
+	Incomplete     string         `json:"incomplete,omitempty"`
+}
+
+// drFlip is a change of the standby's state as the primary's leader
+// reported it (GET /v1/cluster).
+type drFlip struct {
+	AtMs   float64 `json:"at_ms"`
+	Leader string  `json:"leader"`
+	State  string  `json:"state"`
+	Reason string  `json:"reason,omitempty"`
+	Count  int64   `json:"out_of_sync_count,omitempty"`
+}
+
+// drPromote is one `ticketd promote` attempt.
+type drPromote struct {
+	Args     []string `json:"args"`
+	ExitCode int      `json:"exit_code"`
+	Output   string   `json:"output"`
+	Refused  bool     `json:"refused"`
+}
+
+// drFence is what the old primary did when started again.
+type drFence struct {
+	FencedNode string      `json:"fenced_node,omitempty"`
+	FencedMs   float64     `json:"fenced_after_ms,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Probes     int         `json:"probes"`
+	ProbesOK   int         `json:"probes_ok"`
+	Statuses   map[int]int `json:"statuses"`
+}
+
+// drFigures counts what the promoted node acknowledged; FirstMs is when
+// its first acknowledged range completed (ms since the start): a standby
+// acknowledges none, so that is when it began to serve.
+type drFigures struct {
+	Ranges  int     `json:"ranges"`
+	IDs     int64   `json:"ids"`
+	FirstMs float64 `json:"first_ms,omitempty"`
+}
+
+// dr drives the run.
+type dr struct {
+	cfg *config
+	c   *Cluster
+	pb  *procBackend
+	w   *workload
+	nem *nemesis
+	rec *recorder
+	nf  *netFaults // the standby's own rules (the nemeses' heal never touches them)
+	rnd *rand.Rand
+	log func(string, ...any)
+	rep drReport
+	sb  *Node
+	old []*Node
+
+	mu        sync.Mutex
+	lastState string
+}
+
+func (d *dr) problem(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	d.rep.Problems = append(d.rep.Problems, s)
+	d.log("DR PROBLEM: %s", s)
+}
+
+func (d *dr) ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// setupDR adds the standby to the booted primary and waits until its leader
+// records it in sync.
+func setupDR(ctx context.Context, cfg *config, c *Cluster, w *workload, nem *nemesis, rec *recorder, logf func(string, ...any)) (*dr, error) {
+	pb, ok := c.b.(*procBackend)
+	if !ok || pb.fab == nil {
+		return nil, errors.New("--dr runs in process mode with network namespaces (root)")
+	}
+	d := &dr{cfg: cfg, c: c, pb: pb, w: w, nem: nem, rec: rec, log: logf, nf: newNetFaults(c.b, cfg.Seed),
+		rnd: rand.New(rand.NewPCG(cfg.Seed, 34)),
+		rep: drReport{Standby: drStandbyID, StandbyTimeout: cfg.DRStandbyTimeout.String(), Disaster: cfg.DRDisaster, Fault: cfg.DRFault}}
+	sb, err := c.b.newNode(drSlot, drStandbyID, bootJoin)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range c.Members() {
+		sb.JoinURLs = append(sb.JoinURLs, "http://"+c.b.httpAdvertise(m))
+	}
+	c.mu.Lock()
+	c.all = append(c.all, sb) // stopped and its log kept with the others; never a member
+	c.mu.Unlock()
+	d.sb = sb
+	if err := d.startStandby(); err != nil {
+		return nil, err
+	}
+	if _, err := d.waitState(ctx, api.StandbyInSync, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("standby %s: %w", sb.ID, err)
+	}
+	logf("dr: standby %s joined (bound %d, timeout %v) and is in sync", sb.ID, drBound, cfg.DRStandbyTimeout)
+	return d, nil
+}
+
+// startStandby starts the standby's first run: procBackend.start's command
+// line plus --join --standby --standby-timeout. Its later runs need only its
+// data dir (the contract), and after the promotion it must run without them.
+func (d *dr) startStandby() error {
+	b, n := d.pb, d.sb
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.proc
+	if err := os.MkdirAll(st.dataDir, 0o755); err != nil {
+		return err
+	}
+	args := []string{"serve", "--id", n.ID, "--data-dir", st.dataDir, "--http-addr", b.apiHostPort(n), "--raft-addr", b.raftAddr(n),
+		"--join", strings.Join(n.JoinURLs, ","), "--standby", "--standby-timeout", d.cfg.DRStandbyTimeout.String()}
+	args = append(args, b.tlsArgs(n)...)
+	args = append(args, d.cfg.timingArgs()...)
+	p, err := proc.Start(proc.Spec{Path: b.bin, Args: args, Env: []string{"TICKETD_TOKENS=" + d.cfg.tokensEnv()},
+		Log: filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, st.runs+1)), Header: true, OwnGroup: true,
+		Prefix: []string{"ip", "netns", "exec", slotNS(n.Slot)}})
+	if err != nil {
+		return fmt.Errorf("start standby %s: %w", n.ID, err)
+	}
+	st.p, n.paused = p, false
+	st.runs++
+	n.starts++
+	return nil
+}
+
+// standbyStatus is the standby as the primary's leader reports it.
+func (d *dr) standbyStatus(ctx context.Context) (*Node, *api.StandbyStatus, error) {
+	l, err := d.c.leader(ctx, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := d.c.status(ctx, l)
+	if err != nil {
+		return l, nil, err
+	}
+	if st.Standby == nil {
+		return l, nil, fmt.Errorf("leader %s reports no standby", l.ID)
+	}
+	return l, st.Standby, nil
+}
+
+// note records a state flip.
+func (d *dr) note(l *Node, s *api.StandbyStatus) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s.State == d.lastState {
+		return
+	}
+	d.lastState = s.State
+	f := drFlip{AtMs: d.ms(d.rec.now()), Leader: l.ID, State: s.State, Reason: s.Reason, Count: s.OutOfSyncCount}
+	d.rep.Flips = append(d.rep.Flips, f)
+	d.log("dr: standby %s (leader %s, out of sync %d times so far) %s", s.State, l.ID, s.OutOfSyncCount, s.Reason)
+}
+
+// waitState polls the leader until it reports the standby in state want.
+func (d *dr) waitState(ctx context.Context, want string, timeout time.Duration) (*api.StandbyStatus, error) {
+	deadline := time.Now().Add(timeout)
+	last := "no answer"
+	for {
+		if l, s, err := d.standbyStatus(ctx); err == nil {
+			d.note(l, s)
+			if s.State == want {
+				return s, nil
+			}
+			last = s.State
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("not %s within %v (last: %s)", want, timeout, last)
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+// watch records the leader's view of the standby until ctx ends.
+func (d *dr) watch(ctx context.Context) {
+	for sleepCtx(ctx, 200*time.Millisecond) {
+		if l, s, err := d.standbyStatus(ctx); err == nil {
+			d.note(l, s)
+		}
+	}
+}
+
+// cutStandby drops, inside the standby's namespace, every packet from the
+// other nodes (the harness, in the hub, still reaches it): silent loss, as
+// a lost link to the DR region.
+func (d *dr) cutStandby() error {
+	if err := d.nf.chains(d.sb); err != nil {
+		return err
+	}
+	if _, err := d.nf.ipt(d.sb, "-A", "TJ_IN", "-s", hubIP, "-j", "ACCEPT"); err != nil {
+		return err
+	}
+	_, err := d.nf.ipt(d.sb, "-A", "TJ_IN", "-s", subnet+".0/24", "-j", "DROP")
+	return err
+}
+
+// cutter cuts the standby off now and then, for longer than its timeout,
+// until ctx ends: the leader must record it out of sync and go on, then in
+// sync once it has caught up.
+func (d *dr) cutter(ctx context.Context) {
+	for sleepCtx(ctx, time.Duration(3000+d.rnd.IntN(3000))*time.Millisecond) {
+		ev := checker.Nemesis{Kind: "partition-standby", Start: d.rec.now(), Targets: []string{d.sb.ID}}
+		err := d.cutStandby()
+		hold := d.cfg.DRStandbyTimeout + time.Duration(1000+d.rnd.IntN(1500))*time.Millisecond
+		sleepCtx(ctx, hold)
+		err = errors.Join(err, d.nf.heal())
+		ev.Healed = d.rec.now()
+		d.rep.Cuts++
+		if dropped, _ := d.nf.takeStats(); dropped > 0 {
+			ev.Desc = fmt.Sprintf("standby cut off for %v (packets dropped %d)", hold.Round(time.Millisecond), dropped)
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if _, werr := d.waitState(wctx, api.StandbyInSync, 20*time.Second); werr != nil {
+			err = errors.Join(err, werr)
+		} else {
+			ev.Recovered = d.rec.now()
+		}
+		cancel()
+		if err != nil {
+			ev.Err = err.Error()
+		}
+		d.rec.nemesis(ev)
+	}
+}
+
+// run is the whole DR schedule: the primary phase (nemeses and cuts) until
+// the time limit less --dr-after, the disaster, the promoted node serving
+// for --dr-after, then the old primary started again.
+func (d *dr) run(ctx context.Context, kinds []string) {
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.TimeLimit-d.cfg.DRAfter)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); d.watch(pctx) }()
+	go func() { defer wg.Done(); d.cutter(pctx) }()
+	d.nem.loop(pctx, kinds)
+	cancel()
+	wg.Wait()
+	if ctx.Err() != nil {
+		d.rep.Incomplete = "the run ended before the disaster"
+		return
+	}
+	if err := d.disaster(ctx); err != nil {
+		if d.rep.Incomplete == "" {
+			d.rep.Incomplete = err.Error()
+		}
+		d.log("dr: %v", err)
+		return
+	}
+	if !sleepCtx(ctx, d.cfg.DRAfter) {
+		return
+	}
+	if d.cfg.DRFence {
+		d.fenceCheck(ctx)
+	}
+}
+
+// disaster loses the primary and promotes the standby.
+func (d *dr) disaster(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := d.nem.healAll(hctx); err != nil {
+		d.log("dr: heal before the disaster: %v", err)
+	}
+	if err := d.c.waitHealthy(hctx, 30*time.Second); err != nil {
+		return fmt.Errorf("primary not healthy before the disaster: %w", err)
+	}
+	switch d.cfg.DRDisaster {
+	case "in-sync":
+		if _, err := d.waitState(hctx, api.StandbyInSync, 20*time.Second); err != nil {
+			return fmt.Errorf("standby before the disaster: %w", err)
+		}
+	case "out-of-sync":
+		if err := d.cutStandby(); err != nil {
+			return err
+		}
+		if _, err := d.waitState(hctx, api.StandbyOutOfSync, 20*time.Second); err != nil {
+			return fmt.Errorf("standby before the disaster: %w", err)
+		}
+		sleepCtx(hctx, 2*time.Second) // the primary serves on without it
+		// --dr-large: reservations of the largest count a client may
+		// ask, through the leader, recorded like any other: more than the
+		// bound past what the standby stored.
+		for i := 0; i < d.cfg.DRLarge; i++ {
+			if l, err := d.c.leader(hctx, 5*time.Second); err == nil {
+				o := d.w.reserveOp(d.c, l, checker.Op{Worker: drWorker + 1, Seq: mainSeqs[0], Count: api.MaxReserveCount})
+				d.log("dr: large reservation on %s: %s %d..%d", l.ID, o.Outcome, o.First, o.Last)
+			}
+		}
+	}
+	if l, s, err := d.standbyStatus(hctx); err == nil {
+		d.note(l, s)
+		d.rep.StateAtKill = s.State
+	}
+	// The disaster: every primary node SIGKILLed at once, under load.
+	d.old = d.c.Members()
+	var wg sync.WaitGroup
+	for _, n := range d.old {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = d.c.b.signal(n, syscall.SIGKILL) }()
+	}
+	wg.Wait()
+	d.rep.KillMs = d.ms(d.rec.now())
+	for _, n := range d.old {
+		_ = d.c.b.waitExit(n, 10*time.Second)
+	}
+	d.c.mu.Lock()
+	d.c.members, d.c.stray = []*Node{d.sb}, nil // the workers now go to the standby only
+	d.c.mu.Unlock()
+	d.log("dr: DISASTER: killed %v at %.1fs of the workload (standby was %s)", ids(d.old), d.rep.KillMs/1000, orDash(d.rep.StateAtKill))
+	_ = d.nf.heal()
+	if err := d.c.kill(d.sb, syscall.SIGTERM); err != nil {
+		d.log("dr: stopping the standby: %v", err)
+	}
+	if err := d.promote(hctx); err != nil {
+		return err
+	}
+	d.sb.mu.Lock()
+	d.sb.Boot = bootPromoted
+	d.sb.mu.Unlock()
+	if err := d.c.b.start(hctx, d.sb, ""); err != nil {
+		d.problem("the promoted node did not start: %v", err)
+		return err
+	}
+	d.rep.StartMs = d.ms(d.rec.now())
+	if err := d.c.waitHealthy(hctx, 30*time.Second); err != nil {
+		d.problem("the promoted node does not serve: %v", err)
+		return err
+	}
+	d.rep.ServingMs = d.ms(d.rec.now())
+	if st, err := d.c.status(hctx, d.sb); err == nil {
+		if st.ThisNodeStandby {
+			d.problem("the promoted node still reports itself a standby")
+		}
+		if len(st.Promotions) > 0 {
+			p := st.Promotions[len(st.Promotions)-1]
+			d.rep.Promotion = &p
+		} else {
+			d.problem("the promoted node's GET /v1/cluster lists no promotion")
+		}
+	}
+	d.log("dr: promoted %s serving at %.1fs of the workload (%.1fs after the disaster)", d.sb.ID, d.rep.ServingMs/1000, (d.rep.ServingMs-d.rep.KillMs)/1000)
+	return nil
+}
+
+// promote runs `ticketd promote` on the stopped standby's data dir: first
+// without --advance, which the tool must refuse for a standby not in sync;
+// then, if refused, with an advance the history justifies.
+func (d *dr) promote(ctx context.Context) error {
+	try := func(advance int64) drPromote {
+		args := []string{"promote", "--data-dir", d.sb.proc.dataDir, "--id", d.sb.ID}
+		if advance > 0 {
+			args = append(args, "--advance", fmt.Sprint(advance))
+		}
+		if d.cfg.DRFault != "" {
+			args = append(args, "--unsafe-fault", d.cfg.DRFault)
+		}
+		out, err := runBrief(d.pb.bin, args...)
+		p := drPromote{Args: args, Output: strings.TrimSpace(out)}
+		if err != nil {
+			p.ExitCode, p.Refused = 1, true
+			var ee interface{ ExitCode() int }
+			if errors.As(err, &ee) {
+				p.ExitCode = ee.ExitCode()
+			}
+		}
+		d.rep.Promotes = append(d.rep.Promotes, p)
+		d.log("dr: ticketd %s: exit %d: %s", strings.Join(args, " "), p.ExitCode, p.Output)
+		return p
+	}
+	first := try(0)
+	if d.rep.StateAtKill == api.StandbyOutOfSync && !first.Refused {
+		d.log("dr: ticketd promote accepted without --advance a standby the primary's leader had recorded out of sync")
+	}
+	if !first.Refused {
+		// The standby's own log decides: a standby cut off never
+		// receives the entry that records it out of sync.
+		d.rep.Advance, d.rep.AdvanceWhy = drBound, "accepted without --advance: the standby's bound (its own log records it in sync)"
+		return nil
+	}
+	if !strings.Contains(first.Output, "nothing was changed") {
+		d.problem("ticketd promote refused without saying that nothing was changed: %s", first.Output)
+	}
+	adv, why := justifiedAdvance(d.rec.snapshot(), drBound)
+	d.rep.Advance, d.rep.AdvanceWhy = adv, why
+	if second := try(adv); second.Refused {
+		d.problem("ticketd promote --advance %d refused: %s", adv, second.Output)
+		return fmt.Errorf("promotion refused")
+	}
+	return nil
+}
+
+// justifiedAdvance is an advance that covers anything the primary can have
+// served past the standby: above every ID the history saw acknowledged or a
+// read show (each mark is at least 1, so mark + advance lies above them), and
+// never below the bound (the tool's minimum).
+func justifiedAdvance(ops []checker.Op, bound int64) (int64, string) {
+	var top int64
+	for i := range ops {
+		o := &ops[i]
+		if o.Cluster != "" || o.Outcome != checker.OK {
+			continue
+		}
+		switch o.F {
+		case checker.FReserve, checker.FNext:
+			top = max(top, o.Last)
+		case checker.FRead, checker.FRaise:
+			top = max(top, o.Next)
+		}
+	}
+	if top+1 <= bound {
+		return bound, fmt.Sprintf("the bound %d: every ID acknowledged or read so far is at most %d", bound, top)
+	}
+	return top + 1, fmt.Sprintf("one above the highest ID acknowledged or read so far (%d), above the bound %d", top, bound)
+}
+
+// fenceCheck starts the old primary again on its data: it must find its
+// standby promoted, fence itself and serve nothing. Its answers to
+// reservations are recorded like any other (an ok one would be checked).
+func (d *dr) fenceCheck(ctx context.Context) {
+	f := &drFence{Statuses: map[int]int{}}
+	d.rep.Fence = f
+	t0 := d.rec.now()
+	for _, n := range d.old {
+		n.mu.Lock()
+		n.Boot = bootInitial
+		n.mu.Unlock()
+		if err := d.c.b.start(ctx, n, d.c.initial); err != nil {
+			d.problem("restart old primary %s: %v", n.ID, err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for f.FencedNode == "" && time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, n := range d.old {
+			if st, err := d.c.status(ctx, n); err == nil && st.Fence != nil {
+				f.FencedNode, f.FencedMs, f.Reason = n.ID, d.ms(d.rec.now()-t0), st.Fence.Reason
+				break
+			}
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	if f.FencedNode == "" {
+		d.problem("the old primary reported no fence within 20 s of its restart")
+	} else {
+		d.log("dr: old primary fenced (%s) %.1fs after its restart: %s", f.FencedNode, f.FencedMs/1000, f.Reason)
+	}
+	for round := 0; round < 5 && ctx.Err() == nil; round++ {
+		for _, n := range d.old {
+			o := d.w.reserveOp(d.c, n, checker.Op{Worker: drWorker, Seq: mainSeqs[round%len(mainSeqs)], Count: 10})
+			f.Probes++
+			f.Statuses[o.Status]++
+			if o.Outcome == checker.OK {
+				f.ProbesOK++
+			}
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	if f.ProbesOK > 0 {
+		d.problem("the old primary acknowledged %d of %d reservations after its standby was promoted", f.ProbesOK, f.Probes)
+	}
+	for _, n := range d.old {
+		_ = d.c.kill(n, syscall.SIGKILL)
+	}
+}
+
+// finish adds what the checkers found to the report.
+func (d *dr) finish(res *checker.Results, info *runInfo) *drReport {
+	d.rep.After = promotedFigures(d.rec.snapshot(), d.sb.ID)
+	if from := d.rep.After.FirstMs; from > 0 {
+		if info.StoppedOnViolation && info.DetectedAtMs >= from {
+			d.rep.TimeToCatchMs = info.DetectedAtMs - from
+		}
+		if !res.Uniqueness.Valid && res.Uniqueness.FirstSeenMs >= from {
+			d.rep.FirstDupMs = res.Uniqueness.FirstSeenMs - from
+		}
+	}
+	return &d.rep
+}
+
+// promotedFigures counts the ranges node acknowledged: the standby
+// acknowledges none, so they are all the promoted node's.
+func promotedFigures(ops []checker.Op, node string) drFigures {
+	var f drFigures
+	first := int64(-1)
+	for i := range ops {
+		o := &ops[i]
+		if o.IsRange() && o.Node == node {
+			f.Ranges++
+			f.IDs += o.Last - o.First + 1
+			if first < 0 || o.Complete < first {
+				first = o.Complete
+			}
+		}
+	}
+	if first >= 0 {
+		f.FirstMs = float64(first) / 1e6
+	}
+	return f
+}
+
+// summary is the report's lines for run.log.
+func (r *drReport) summary() []string {
+	out := []string{fmt.Sprintf("dr: standby %s (timeout %s), %d cuts, state flips %d, disaster %s (standby %s at the kill)",
+		r.Standby, r.StandbyTimeout, r.Cuts, len(r.Flips), r.Disaster, orDash(r.StateAtKill))}
+	for _, p := range r.Promotes {
+		out = append(out, fmt.Sprintf("dr: ticketd %s -> exit %d", strings.Join(p.Args, " "), p.ExitCode))
+	}
+	if r.ServingMs > 0 {
+		planted := ""
+		if r.Fault != "" {
+			planted = ", but planted " + r.Fault + ": no mark raised"
+		}
+		out = append(out, fmt.Sprintf("dr: advance %d (%s%s); promoted serving %.1fs after the kill; after promotion %d ranges, %d IDs",
+			r.Advance, orDash(r.AdvanceWhy), planted, (r.ServingMs-r.KillMs)/1000, r.After.Ranges, r.After.IDs))
+	}
+	if f := r.Fence; f != nil {
+		out = append(out, fmt.Sprintf("dr: old primary restarted: fenced %s after %.1fs; %d of %d reservations acknowledged (statuses %v)",
+			orDash(f.FencedNode), f.FencedMs/1000, f.ProbesOK, f.Probes, f.Statuses))
+	}
+	if r.TimeToCatchMs > 0 || r.FirstDupMs > 0 {
+		out = append(out, fmt.Sprintf("dr: time to catch %.1fs (first duplicate visible %.1fs after the promoted node's first acknowledged range)", r.TimeToCatchMs/1000, r.FirstDupMs/1000))
+	}
+	for _, p := range r.Problems {
+		out = append(out, "dr: PROBLEM: "+p)
+	}
+	if r.Incomplete != "" {
+		out = append(out, "dr: INCOMPLETE: "+r.Incomplete)
+	}
+	return out
+}
+
+// promoteFault is ticketd promote's planted bug: the promotion raises no
+// mark.
+const promoteFault = "promote-without-advance"
+
+// splitPromoteFault takes promoteFault out of a --fault list: it is passed
+// to ticketd promote, not to the nodes (serve refuses it).
+func splitPromoteFault(faults string) (serve, promote string) {
+	var rest []string
+	for _, f := range strings.Split(faults, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case promoteFault:
+			promote = f
+		default:
+			rest = append(rest, f)
+		}
+	}
+	return strings.Join(rest, ","), promote
+}
+
+// checkDRKinds refuses a nemesis a DR run cannot use: the same faults to
+// processes and links as an upgrade run. Membership changes and wiped disks
+// would make the standby's primary a moving target for the harness's model
+// (its join URLs, the old primary it restarts), and the clock nemesis needs
+// the faults build on every node.
+func checkDRKinds(kinds []string) error {
+	for _, k := range kinds {
+		if !slices.Contains(upgradeKinds, k) {
+			return fmt.Errorf("--dr: nemesis %s cannot run in a DR run (allowed: %s)", k, strings.Join(upgradeKinds, ", "))
+		}
+	}
+	return nil
+}
+
+// drWorkload keeps the workers whose promise the promotion keeps by its
+// advance — reservations (raw, small and many sequences) and reads — and
+// turns off the rest: raises (a raise is not held for the standby, so one
+// further above the mark than the bound is not covered), the SDK users and
+// Snowflake generators (their clients know only the primary's nodes), the
+// lease workers (a promotion ends every lease at once; the lease checks
+// would have to learn that), and the migration (a run of its own).
+func (c *config) drWorkload() {
+	c.Migration = false
+	c.RaiseWorkers, c.SDKWorkers, c.SnowflakeWorkers, c.LeaseWorkers = 0, 0, 0, 0
+	c.ServerSnowflakeWorkers, c.ServerSnowflakeLeaseWorkers = 0, 0
+}
