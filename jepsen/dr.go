@@ -127,6 +127,9 @@ type dr struct {
 
 	mu        sync.Mutex
 	lastState string
+	// lostAt is when the harness killed the primary: what an operator
+	// passes as --primary-lost-at.
+	lostAt time.Time
 }
 
 func (d *dr) problem(format string, args ...any) {
@@ -368,6 +371,7 @@ func (d *dr) disaster(ctx context.Context) error {
 	}
 	// The disaster: every primary node SIGKILLed at once, under load.
 	d.old = d.c.Members()
+	d.lostAt = time.Now()
 	var wg sync.WaitGroup
 	for _, n := range d.old {
 		wg.Add(1)
@@ -417,12 +421,17 @@ func (d *dr) disaster(ctx context.Context) error {
 	return nil
 }
 
-// promote runs `ticketd promote` on the stopped standby's data dir: first
-// without --advance, which the tool must refuse for a standby not in sync;
+// promote runs `ticketd promote` on the stopped standby's data dir with the
+// time the primary was lost: first without --advance, which the tool must
+// refuse for a standby not in sync, or cut off since before its horizon;
 // then, if refused, with an advance the history justifies.
 func (d *dr) promote(ctx context.Context) error {
 	try := func(advance int64) drPromote {
-		args := []string{"promote", "--data-dir", d.sb.proc.dataDir, "--id", d.sb.ID}
+		// The operator says when the primary was lost; promote trusts
+		// the standby's in-sync record only if that was before its
+		// horizon (its last catch-up plus its timeout).
+		args := []string{"promote", "--data-dir", d.sb.proc.dataDir, "--id", d.sb.ID,
+			"--primary-lost-at", d.lostAt.UTC().Format(time.RFC3339Nano)}
 		if advance > 0 {
 			args = append(args, "--advance", fmt.Sprint(advance))
 		}
