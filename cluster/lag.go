@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"time"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
