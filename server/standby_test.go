@@ -207,6 +207,34 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 		t.Fatalf("promoted node after the old primary came back: %+v %d %v", r, status, err)
 	}
 	g.log.Add(r)
+
+	// It is a working cluster that others join: a new node becomes a
+	// voter, and reservations through it come from the promoted state.
+	n4 := tc.AddNode("n4", []string{tc.URL(dr)})
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "n4 to join the promoted cluster and serve through it", func() error {
+		st, err := dr.Srv.Node().Status()
+		if err != nil {
+			return err
+		}
+		voters := 0
+		for _, m := range st.Members {
+			if m.Voter {
+				voters++
+			}
+		}
+		if voters != 2 {
+			return fmt.Errorf("%d voters", voters)
+		}
+		r, status, err := testcluster.Reserve(n4, "orders", 1000)
+		if err != nil || status != http.StatusOK {
+			return fmt.Errorf("reserve through n4: %d %v", status, err)
+		}
+		if r.First <= acked {
+			return fmt.Errorf("n4 handed out %+v, at or below %d", r, acked)
+		}
+		g.log.Add(r)
+		return nil
+	})
 	g.log.CheckDisjoint(t)
 }
 
