@@ -76,7 +76,7 @@ set -e
 echo "jepsen-ci: upgrade run exit $ucode after $(( $(date +%s) - ustart )) s; results: $out-upgrade/results.json"
 
 dstart=$(date +%s)
-dargs=(--dr --nodes 3 --time-limit 40s --dr-after 10s --fault-min 2s --fault-max 3s --quiet 1s
+dargs=(--dr --nodes 3 --time-limit 25s --dr-after 6s --fault-min 2s --fault-max 3s --quiet 1s
        --final-workload 2s --many-workers 4 --out "$out-dr")
 set +e
 if [[ $(id -u) == 0 ]]; then

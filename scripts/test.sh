@@ -85,7 +85,7 @@ scripts/conformance.sh
 scripts/alerts-test.sh
 # Every fuzz target for a few seconds beyond its seed corpus (which the
 # line above already ran as tests); scripts/fuzz.sh runs them for longer.
-scripts/fuzz.sh --time "${FUZZ_TIME:-5s}"
+scripts/fuzz.sh --time "${FUZZ_TIME:-2s}"
 # The benchmark in smoke mode, so it cannot rot: a few seconds of ticketd and
 # the bare Echo handler; fails only on a correctness error (overlapping or
 # mis-sized ranges, errors), never on slow numbers.
