@@ -43,32 +43,41 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
 			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
 		}
-		if err := n.addVoter(ctx, id, raftAddr); err != nil {
+		if err := n.addServer(ctx, id, raftAddr, true); err != nil {
 			return err
 		}
 		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
 	}
-	want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
-	if m, ok := n.fsm.Member(id); ok && m == want {
-		return nil
-	}
-	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
-	return err
+	return n.recordMetadata(ctx, id, raftAddr, httpAddr)
 }
 
-// addVoter adds a voter whose binary knows the cluster's feature level,
-// holding levelMu so that the level does not rise between the check and the
-// change of configuration (maybeRaiseLevel holds it from its probe to its
-// entry's commit).
-func (n *Node) addVoter(ctx context.Context, id, raftAddr string) error {
+// addServer adds a voter, or a non-voter, whose binary knows the cluster's
+// feature level, holding levelMu so that the level does not rise between the
+// check and the change of configuration (maybeRaiseLevel holds it from its
+// probe to its entry's commit).
+func (n *Node) addServer(ctx context.Context, id, raftAddr string, voter bool) error {
 	n.levelMu.Lock()
 	defer n.levelMu.Unlock()
 	if err := n.checkJoinLevel(id, raftAddr); err != nil {
 		return err
 	}
 	return n.await(ctx, func() raft.Future {
-		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+		if voter {
+			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
+		}
+		return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
 	})
+}
+
+// recordMetadata records a member's addresses unless they are recorded
+// already.
+func (n *Node) recordMetadata(ctx context.Context, id, raftAddr, httpAddr string) error {
+	want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
+	if m, ok := n.fsm.Member(id); ok && m == want {
+		return nil
+	}
+	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
+	return err
 }
 
 // UpdateMetadata records the addresses of a node that is already in the
@@ -89,12 +98,7 @@ func (n *Node) UpdateMetadata(ctx context.Context, id, raftAddr, httpAddr string
 		if s.Address != raft.ServerAddress(raftAddr) {
 			return fmt.Errorf("%w: member %q has raft address %s, not %s", ErrMemberConflict, id, s.Address, raftAddr)
 		}
-		want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
-		if m, ok := n.fsm.Member(id); ok && m == want {
-			return nil
-		}
-		_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
-		return err
+		return n.recordMetadata(ctx, id, raftAddr, httpAddr)
 	}
 	return fmt.Errorf("%w: %q is not in the raft configuration", ErrMemberNotFound, id)
 }

@@ -411,30 +411,12 @@ func (n *Node) JoinStandby(ctx context.Context, id, raftAddr, httpAddr string, b
 		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
 			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
 		}
-		if err := n.addNonvoter(ctx, id, raftAddr); err != nil {
+		if err := n.addServer(ctx, id, raftAddr, false); err != nil {
 			return err
 		}
 		n.log.Info("added standby", "id", id, "raft_addr", raftAddr, "bound", bound, "timeout_ms", timeoutMs)
 	}
-	want := fsm.Member{ID: id, RaftAddr: raftAddr, HTTPAddr: httpAddr}
-	if m, ok := n.fsm.Member(id); ok && m == want {
-		return nil
-	}
-	_, err := n.Apply(ctx, fsm.EncodeSetMember(fsm.SetMember(want)))
-	return err
-}
-
-// addNonvoter adds a non-voting member whose binary knows the cluster's
-// feature level (as addVoter).
-func (n *Node) addNonvoter(ctx context.Context, id, raftAddr string) error {
-	n.levelMu.Lock()
-	defer n.levelMu.Unlock()
-	if err := n.checkJoinLevel(id, raftAddr); err != nil {
-		return err
-	}
-	return n.await(ctx, func() raft.Future {
-		return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
-	})
+	return n.recordMetadata(ctx, id, raftAddr, httpAddr)
 }
 
 // standbyStatus is the recorded standby with, on the leader, what it sees.

@@ -25,13 +25,19 @@ type loadGen struct {
 }
 
 func startLoad(tc *testcluster.Cluster, seq string, workers int, count int64) *loadGen {
+	return startLoadOn(tc.Running, seq, workers, count)
+}
+
+// startLoadOn is startLoad through the nodes running returns at each
+// request.
+func startLoadOn(running func() []*testcluster.Node, seq string, workers int, count int64) *loadGen {
 	g := &loadGen{}
 	for w := 0; w < workers; w++ {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
 			for i := w; !g.stop.Load() && i < 1_000_000; i++ {
-				nodes := tc.Running()
+				nodes := running()
 				if len(nodes) == 0 {
 					time.Sleep(10 * time.Millisecond)
 					continue

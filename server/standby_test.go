@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,46 +53,10 @@ func waitStandbyState(t *testing.T, tc *testcluster.Cluster, want string, timeou
 	})
 }
 
-// primaryLoad reserves through the given nodes until stopped, logging every
-// acknowledged range.
-type primaryLoad struct {
-	stop     atomic.Bool
-	wg       sync.WaitGroup
-	log      testcluster.RangeLog
-	failures atomic.Int64
-}
-
-func startPrimaryLoad(nodes []*testcluster.Node, seq string, workers int, count int64) *primaryLoad {
-	g := &primaryLoad{}
-	for w := 0; w < workers; w++ {
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			for i := w; !g.stop.Load() && i < 1_000_000; i++ {
-				r, status, err := testcluster.Reserve(nodes[i%len(nodes)], seq, count)
-				if err != nil || status != http.StatusOK {
-					g.failures.Add(1)
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				g.log.Add(r)
-			}
-		}()
-	}
-	return g
-}
-
-func (g *primaryLoad) halt() { g.stop.Store(true); g.wg.Wait() }
-
-func (g *primaryLoad) waitProgress(t *testing.T, n int, timeout time.Duration) {
-	t.Helper()
-	target := g.log.Len() + n
-	testkit.EventuallyErr(t, timeout, 5*time.Millisecond, "load to make progress", func() error {
-		if got := g.log.Len(); got < target {
-			return fmt.Errorf("%d ranges, want %d (failures %d)", got, target, g.failures.Load())
-		}
-		return nil
-	})
+// startPrimaryLoad reserves through the given nodes only (never the
+// standby) until halted.
+func startPrimaryLoad(nodes []*testcluster.Node, seq string, workers int, count int64) *loadGen {
+	return startLoadOn(func() []*testcluster.Node { return nodes }, seq, workers, count)
 }
 
 // TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued
