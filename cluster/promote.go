@@ -40,19 +40,21 @@ func ensureNodeID(dir, id string) error {
 	path := filepath.Join(dir, nodeIDFile)
 	b, err := os.ReadFile(path)
 	switch {
-	case err == nil:
+	case err == nil && strings.TrimSpace(string(b)) != "":
 		if got := strings.TrimSpace(string(b)); got != id {
 			return fmt.Errorf("%w: %s holds the data of node %q, not %q: a node's --id must stay the same across restarts", ErrStorage, dir, got, id)
 		}
 		return nil
-	case !errors.Is(err, os.ErrNotExist):
+	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%w: read %s: %v", ErrStorage, path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o640); err != nil {
-		return fmt.Errorf("%w: write %s: %v", ErrStorage, tmp, err)
+	// An empty file is one a crash cut short (ext4 keeps the name and
+	// loses the data of a file not yet synced): it names nobody, so it is
+	// written again. writeFileSync syncs before the rename.
+	if err := writeFileSync(path, id+"\n"); err != nil {
+		return fmt.Errorf("%w: write %s: %v", ErrStorage, path, err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // PromoteOptions are the inputs of Promote.
