@@ -20,7 +20,7 @@ import (
 //
 //	go test -run XXX -bench . -benchmem ./client/ ./cmd/ticketd-bench/
 
-func benchSequence(b *testing.B) *client.Sequence {
+func benchSequence(b *testing.B, opts ...client.SequenceOption) *client.Sequence {
 	b.Helper()
 	f := newFake()
 	b.Cleanup(f.Close)
@@ -30,7 +30,7 @@ func benchSequence(b *testing.B) *client.Sequence {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
-	seq := c.Sequence("bench", client.WithRangeSize(api.MaxReserveCount, api.MaxReserveCount))
+	seq := c.Sequence("bench", append(opts, client.WithRangeSize(api.MaxReserveCount, api.MaxReserveCount))...)
 	if _, err := seq.Next(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -59,8 +59,51 @@ func BenchmarkSequence_Next(b *testing.B) {
 	_ = sink
 }
 
-func BenchmarkSequence_NextParallel(b *testing.B) {
-	seq := benchSequence(b)
+func BenchmarkSequence_NextParallel(b *testing.B) { benchSequenceParallel(b, benchSequence(b)) }
+
+// The unordered mode (client.Unordered): each core cuts from a sub-range
+// of its own. Its NextParallel at -cpu 2 against its own at -cpu 1 is the
+// scaling issue 35 asks for (at least 1.6x on 2 cores).
+
+func BenchmarkSequenceUnordered_Next(b *testing.B) {
+	seq := benchSequence(b, client.Unordered())
+	ctx := context.Background()
+	var sink int64
+	for b.Loop() {
+		id, err := seq.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += id
+	}
+	reportIDs(b, 1)
+	_ = sink
+}
+
+func BenchmarkSequenceUnordered_NextParallel(b *testing.B) {
+	benchSequenceParallel(b, benchSequence(b, client.Unordered()))
+}
+
+func BenchmarkSequenceUnordered_NextN(b *testing.B) {
+	for _, n := range []int{16, 1000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			seq := benchSequence(b, client.Unordered())
+			ctx := context.Background()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if rs, err := seq.NextN(ctx, n); err != nil || len(rs) == 0 {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			reportIDs(b, n)
+		})
+	}
+}
+
+func benchSequenceParallel(b *testing.B, seq *client.Sequence) {
 	ctx := context.Background()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

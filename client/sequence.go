@@ -31,6 +31,8 @@ type SequenceOption func(*seqConfig) error
 type seqConfig struct {
 	coverage         time.Duration
 	minSize, maxSize int64
+	unordered        bool
+	faults           seqFaults // planted bugs (sequence_faults.go; none in other builds)
 }
 
 // WithCoverage sets the outage the cache should ride out: a refill starts
@@ -91,8 +93,13 @@ func WithRangeSize(min, max int64) SequenceOption {
 // closed, and an outage may waste ranges on the server.
 type Sequence struct {
 	// cur is the range Next cuts from; replaced, never mutated, except
-	// for its used counter.
+	// for its used counter. In unordered mode the cores cut their
+	// sub-ranges from it (unordered.go).
 	cur atomic.Pointer[block]
+	// shards are the cores' sub-ranges in unordered mode (nil otherwise),
+	// indexed by the P the caller runs on, masked with shardMask.
+	shards    []shard
+	shardMask int
 
 	c       *Client
 	name    string
@@ -115,15 +122,47 @@ type Sequence struct {
 	waitsWhileCached int64 // must stay zero; see waitLocked
 }
 
-// block is one range of the cache: first, first+1, ... first+n-1. Callers
-// take IDs by adding to used; used may run past n, which means the block is
-// used up.
+// block is one range of the cache, or one core's sub-range of it in
+// unordered mode: first, first+1, ... first+n-1. Callers take IDs by adding
+// to used; used may run past n, which means the block is used up.
 type block struct {
-	used    atomic.Int64
+	used atomic.Int64
+	// fastEnd bounds the indices Next returns with no further check: the
+	// trigger until the refill it starts has been started, then n. It only
+	// grows, so a stale read is safe; keeping the trigger out of the hot
+	// path leaves Next one compare after its add.
+	fastEnd atomic.Int64
 	first   int64
 	n       int64
 	trigger int64 // the index whose taker starts the next refill; -1: none
+
+	// A block takes 128 bytes, so that two blocks never share a cache
+	// line, nor the pair of lines that the adjacent-line prefetcher moves
+	// together: in unordered mode each core adds to its own block's used,
+	// and a shared line would bring back the traffic the mode removes.
+	_ [128 - 5*8]byte
 }
+
+// newBlock is a block of first..first+n-1 with no trigger yet.
+func newBlock(first, n int64) *block {
+	b := &block{first: first, n: n, trigger: -1}
+	b.fastEnd.Store(n)
+	return b
+}
+
+// setTrigger makes index t start the next refill (-1: none); only before
+// b is published.
+func (b *block) setTrigger(t int64) {
+	b.trigger = t
+	if t >= 0 && t < b.n {
+		b.fastEnd.Store(t)
+	} else {
+		b.fastEnd.Store(b.n)
+	}
+}
+
+// triggerPassed lifts fastEnd once the trigger's taker started the refill.
+func (b *block) triggerPassed() { b.fastEnd.Store(b.n) }
 
 // take cuts up to want IDs from b. triggered reports that the cut crossed
 // b's low-water mark, so the caller must start a refill.
@@ -157,8 +196,8 @@ func (b *block) usedUp(i int64) {
 	}
 }
 
-// next takes one ID: its index in b, and false if b is used up. It is
-// Next's hot path, small enough to be inlined.
+// next takes one ID: its index in b, and false if b is used up; small
+// enough to be inlined.
 func (b *block) next() (int64, bool) {
 	i := b.used.Add(1) - 1
 	if uint64(i) < uint64(b.n) {
@@ -193,8 +232,11 @@ func (c *Client) Sequence(name string, opts ...SequenceOption) *Sequence {
 	s := &Sequence{c: c, name: name, cfg: seqConfig{
 		coverage: DefaultCoverage, minSize: DefaultMinRangeSize, maxSize: DefaultMaxRangeSize,
 	}}
-	s.cur.Store(&block{trigger: -1})
+	s.cur.Store(newBlock(0, 0))
 	s.initErr = s.init(opts)
+	if s.initErr == nil && s.cfg.unordered {
+		s.initShards()
+	}
 	if s.initErr == nil {
 		s.initErr = c.register(s)
 	}
@@ -230,15 +272,34 @@ func (s *Sequence) Name() string { return s.name }
 // same), ErrExhausted once the sequence is used up and the cache is empty,
 // ErrNotFound, ErrUnauthorized, ErrInvalidArgument (bad name or option),
 // ErrClosed.
+//
+// In unordered mode (see Unordered) the add is on the calling core's own
+// sub-range.
 func (s *Sequence) Next(ctx context.Context) (int64, error) {
+	if s.shards != nil {
+		return s.nextOnShard(ctx, s.localShard())
+	}
 	b := s.cur.Load()
-	if i, ok := b.next(); ok {
+	i := b.used.Add(1) - 1
+	if uint64(i) < uint64(b.fastEnd.Load()) {
+		return b.first + i, nil
+	}
+	return s.nextPastFastEnd(ctx, b, i)
+}
+
+// nextPastFastEnd is Next's way out of the hot path: index i of b was at
+// or past fastEnd, so it is the trigger (start the refill), an index after
+// it that a caller took before fastEnd was lifted, or past the end.
+func (s *Sequence) nextPastFastEnd(ctx context.Context, b *block, i int64) (int64, error) {
+	if uint64(i) < uint64(b.n) {
 		if i == b.trigger {
 			s.prefetch()
+			b.triggerPassed()
 		}
 		return b.first + i, nil
 	}
-	r, err := s.takeSlow(ctx, 1)
+	b.usedUp(i)
+	r, err := s.takeSlow(ctx, 1, s.takeLocked)
 	if err != nil {
 		return 0, err
 	}
@@ -250,16 +311,24 @@ func (s *Sequence) Next(ctx context.Context) (int64, error) {
 // range. Like Next, it costs one atomic add when the current range holds
 // them. On error it returns no IDs (those it had cut are skipped: gaps).
 // For a large batch from the server directly, use Client.Reserve.
+//
+// In unordered mode the ranges are disjoint and sorted, but a later call's
+// may be below an earlier one's (see Unordered).
 func (s *Sequence) NextN(ctx context.Context, n int) ([]Range, error) {
 	if n <= 0 || int64(n) > api.MaxReserveCount {
 		return nil, invalidf("NextN: n must be between 1 and %d, got %d", api.MaxReserveCount, n)
 	}
+	if s.shards != nil {
+		return s.nextNOnShard(ctx, s.localShard(), int64(n))
+	}
 	want := int64(n)
 	var out []Range
-	r, triggered, ok := s.cur.Load().take(want)
+	b := s.cur.Load()
+	r, triggered, ok := b.take(want)
 	if ok {
 		if triggered {
 			s.prefetch()
+			b.triggerPassed()
 		}
 		if r.Len() == want {
 			return []Range{r}, nil
@@ -268,7 +337,7 @@ func (s *Sequence) NextN(ctx context.Context, n int) ([]Range, error) {
 		want -= r.Len()
 	}
 	for want > 0 {
-		r, err := s.takeSlow(ctx, want)
+		r, err := s.takeSlow(ctx, want, s.takeLocked)
 		if err != nil {
 			return nil, err
 		}
@@ -282,9 +351,10 @@ func (s *Sequence) NextN(ctx context.Context, n int) ([]Range, error) {
 	return out, nil
 }
 
-// takeSlow cuts up to want IDs when the current range is used up: it
-// installs the range fetched ahead, or waits for a refill.
-func (s *Sequence) takeSlow(ctx context.Context, want int64) (Range, error) {
+// takeSlow cuts up to want IDs with take (called with s.mu held) when the
+// hot path found nothing: take installs the range fetched ahead, or
+// takeSlow waits for a refill.
+func (s *Sequence) takeSlow(ctx context.Context, want int64, take func(int64) (Range, bool)) (Range, error) {
 	if s.initErr != nil {
 		return Range{}, s.initErr
 	}
@@ -294,7 +364,7 @@ func (s *Sequence) takeSlow(ctx context.Context, want int64) (Range, error) {
 	waited := false
 	for {
 		s.mu.Lock()
-		if r, ok := s.takeLocked(want); ok {
+		if r, ok := take(want); ok {
 			s.mu.Unlock()
 			return r, nil
 		}
@@ -351,9 +421,11 @@ func (s *Sequence) waitLocked() {
 // range fetched ahead when the current one is used up.
 func (s *Sequence) takeLocked(want int64) (Range, bool) {
 	for {
-		if r, triggered, ok := s.cur.Load().take(want); ok {
+		b := s.cur.Load()
+		if r, triggered, ok := b.take(want); ok {
 			if triggered {
 				s.prefetchLocked()
+				b.triggerPassed()
 			}
 			return r, true
 		}
@@ -372,10 +444,11 @@ func (s *Sequence) takeLocked(want int64) (Range, bool) {
 // rate is not known yet).
 func (s *Sequence) installLocked(nb *block) {
 	s.retired += s.cur.Load().n
-	nb.trigger = 0
+	trigger := int64(0)
 	if low := s.sizer.lowWater(); low > 0 && low < nb.n {
-		nb.trigger = nb.n - low
+		trigger = nb.n - low
 	}
+	nb.setTrigger(trigger)
 	s.cur.Store(nb)
 }
 
@@ -447,7 +520,7 @@ func (s *Sequence) finishRefill(a *refill, r Range, err error, failures int) {
 	case err == nil:
 		s.highest = r.Last
 		s.refills++
-		s.nxt = &block{first: r.First, n: r.Len(), trigger: -1}
+		s.nxt = newBlock(r.First, r.Len())
 		if failures > 0 {
 			s.c.log.Info("ticketd: refilled a sequence's cache after failures", "sequence", s.name,
 				"failures", failures, "range_first", r.First, "range_len", r.Len())
@@ -469,7 +542,10 @@ func (s *Sequence) close() {
 	s.closed = true
 	s.sticky = ErrClosed
 	s.nxt = nil
-	s.cur.Store(&block{trigger: -1})
+	s.cur.Store(newBlock(0, 0))
+	for i := range s.shards {
+		s.shards[i].cur.Store(newBlock(0, 0))
+	}
 	s.mu.Unlock()
 }
 
@@ -477,6 +553,9 @@ func (s *Sequence) cachedLocked() int64 {
 	n := s.cur.Load().remaining()
 	if s.nxt != nil {
 		n += s.nxt.n
+	}
+	for i := range s.shards {
+		n += s.shards[i].cur.Load().remaining()
 	}
 	return n
 }
