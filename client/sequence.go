@@ -87,7 +87,8 @@ func WithRangeSize(min, max int64) SequenceOption {
 //
 // IDs from one Sequence are unique and strictly increasing in the order the
 // calls take them: per goroutine, and across goroutines in the order of the
-// atomic operations that cut them. Ranges of two Sequences (in one process
+// atomic operations that cut them. In unordered mode (Unordered) they are
+// unique and nothing more, which lets Next scale with cores. Ranges of two Sequences (in one process
 // or in two) never overlap, but they interleave. IDs are not dense: the
 // unused rest of the cache is lost when the process exits or the Client is
 // closed, and an outage may waste ranges on the server.
