@@ -9,6 +9,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/ticketd/ticketd/client"
@@ -99,6 +100,45 @@ func ExampleClient_Sequence() {
 	// 1000
 	// 1001
 	// 1002
+}
+
+// Take IDs from many goroutines on many cores: in unordered mode each core
+// cuts from a sub-range of its own, so the cores pass no cache line between
+// them. The IDs are unique, but not in the order they were taken.
+func ExampleUnordered() {
+	endpoints, stop := standIn() // stand-in: use your nodes' URLs
+	defer stop()
+	c, err := client.New(endpoints)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, _, err := c.CreateSequence(ctx, "events", client.SequenceSettings{}); err != nil {
+		log.Fatal(err)
+	}
+
+	events := c.Sequence("events", client.Unordered())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	for range 8 { // request handlers, workers...
+		wg.Go(func() {
+			for range 1000 {
+				id, err := events.Next(ctx)
+				if err != nil {
+					log.Fatal(err)
+				}
+				mu.Lock()
+				seen[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println(len(seen), "distinct IDs")
+	// Output:
+	// 8000 distinct IDs
 }
 
 // Take a batch of IDs from the cache at once.
