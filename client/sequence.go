@@ -51,7 +51,8 @@ func WithCoverage(d time.Duration) SequenceOption {
 
 // WithRangeSize bounds the size of the ranges a Sequence reserves: 1 <= min
 // <= max <= api.MaxReserveCount. Defaults DefaultMinRangeSize,
-// DefaultMaxRangeSize. The cache holds at most two ranges, so above about
+// DefaultMaxRangeSize. The cache holds at most two ranges (and, in
+// unordered mode, the cores' sub-ranges cut from them), so above about
 // 2·max/coverage IDs per second it covers less than the coverage.
 func WithRangeSize(min, max int64) SequenceOption {
 	return func(c *seqConfig) error {
@@ -70,7 +71,9 @@ func WithRangeSize(min, max int64) SequenceOption {
 // # The cache
 //
 // The cache is a double buffer: the current range, which Next cuts with one
-// atomic add, and at most one range fetched ahead. When the current range
+// atomic add, and at most one range fetched ahead. (In unordered mode the
+// cores cut sub-ranges from the current range, and Next adds on its core's
+// own; see Unordered.) When the current range
 // falls below the low-water mark (the coverage's worth of IDs at the
 // observed rate), a background goroutine reserves the next one; however
 // many goroutines call Next, one reservation at most is in flight. Its size
@@ -309,7 +312,7 @@ func (s *Sequence) nextPastFastEnd(ctx context.Context, b *block, i int64) (int6
 
 // NextN takes n IDs (1 <= n <= api.MaxReserveCount) at once, as increasing
 // disjoint ranges: one range unless the n IDs straddle the end of a cached
-// range. Like Next, it costs one atomic add when the current range holds
+// range (or, in unordered mode, of a core's sub-range). Like Next, it costs one atomic add when the current range holds
 // them. On error it returns no IDs (those it had cut are skipped: gaps).
 // For a large batch from the server directly, use Client.Reserve.
 //

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
-	_ "unsafe" // for go:linkname
+	"unsafe" // Sizeof, and go:linkname
 )
 
 // Unordered puts a Sequence in unordered mode: each core takes IDs from a
@@ -16,15 +16,17 @@ import (
 // from a range the cluster granted, but they are not increasing across
 // goroutines, nor even within one goroutine: the Go scheduler may move a
 // goroutine to another core between two calls, and the other core's
-// sub-range may be below the first's. Only the IDs that one goroutine
-// takes on one core without moving increase.
+// sub-range may be below the first's; and a core whose own sub-range and
+// the cache have run dry takes from other cores' sub-ranges, which may be
+// below what it handed out before.
 //
 // Pick it when the IDs need only be unique and many goroutines on several
 // cores call Next all the time: request handlers that each take an ID, for
 // example. Keep the default when IDs must increase in the order they were
 // taken (an ordered log, "newest first" by ID), or when one goroutine
-// calls Next: then the default is as fast. See the README's "Ordered or
-// unordered" for the figures.
+// calls Next: there the default is faster (one add against the lookup of
+// the core's sub-range and the add). The client's README ("Ordered or
+// unordered") has the figures.
 //
 // Everything else holds as in the default mode: the cache is refilled in
 // the background before it runs out; a core whose sub-range runs out cuts
@@ -43,7 +45,7 @@ func Unordered() SequenceOption {
 // that every Next of its core reads sits on no line another core writes.
 type shard struct {
 	cur atomic.Pointer[block]
-	_   [128 - 8]byte
+	_   [128 - unsafe.Sizeof(atomic.Pointer[block]{})]byte
 }
 
 // maxShards bounds the shards of one Sequence (and so its memory: 256
@@ -57,9 +59,13 @@ const maxShards = 1024
 // against a cached range (DefaultMinRangeSize and up, usually millions).
 const maxChunk = 4096
 
+// initShards makes a shard per P: GOMAXPROCS, or the number of CPUs if
+// that is more, since the runtime raises GOMAXPROCS by itself up to it when
+// a container's CPU limit rises (Go 1.25); rounded up to a power of two.
+// A shard that no core uses costs 256 bytes and nothing else.
 func (s *Sequence) initShards() {
 	n := 1
-	for n < runtime.GOMAXPROCS(0) && n < maxShards {
+	for n < max(runtime.GOMAXPROCS(0), runtime.NumCPU()) && n < maxShards {
 		n *= 2
 	}
 	s.shards = make([]shard, n)
@@ -158,26 +164,41 @@ func (s *Sequence) takeForShardLocked(sh *shard, want int64) (Range, bool) {
 	if r, _, ok := sh.cur.Load().take(want); ok {
 		return r, true
 	}
-	// A NextN caller cuts a sub-range of 8 of its calls, so that it too
-	// comes back to the lock once per several calls.
-	chunk := max(s.chunkLocked(), 8*want)
+	// A NextN caller cuts a sub-range of up to 8 of its calls, so that it
+	// too comes back to the lock once per several calls; never more than
+	// maxChunk besides what it takes.
+	chunk := max(s.chunkLocked(), min(8*want, maxChunk))
 	if want < maxChunk {
 		if r, ok := s.takeLocked(want + chunk); ok {
-			got := min(want, r.Len())
-			if rest := r.Len() - got; rest > 0 {
-				s.installShardLocked(sh, r.First+got, rest)
-			}
-			return Range{First: r.First, Last: r.First + got - 1}, true
+			return s.keepRestLocked(sh, r, want), true
 		}
 	} else if r, ok := s.takeLocked(want); ok {
 		return r, true
 	}
+	// The cache is dry: take half of what another core has left (up to a
+	// chunk), so that this core comes back to the lock once per sub-range
+	// rather than once per ID, and the two share what is left.
 	for i := range s.shards {
-		if r, _, ok := s.shards[i].cur.Load().take(want); ok {
-			return r, true
+		b := s.shards[i].cur.Load()
+		left := b.remaining()
+		if left <= 0 {
+			continue
+		}
+		if r, _, ok := b.take(max(want, min(left/2, chunk))); ok {
+			return s.keepRestLocked(sh, r, want), true
 		}
 	}
 	return Range{}, false
+}
+
+// keepRestLocked returns the first want IDs of r (all of r if it holds
+// fewer) and makes the rest sh's sub-range.
+func (s *Sequence) keepRestLocked(sh *shard, r Range, want int64) Range {
+	got := min(want, r.Len())
+	if rest := r.Len() - got; rest > 0 {
+		s.installShardLocked(sh, r.First+got, rest)
+	}
+	return Range{First: r.First, Last: r.First + got - 1}
 }
 
 // installShardLocked gives sh the sub-range first..first+n-1. Its old
