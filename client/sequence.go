@@ -424,17 +424,28 @@ func (s *Sequence) waitLocked() {
 // takeLocked cuts up to want IDs from the current range, moving on to the
 // range fetched ahead when the current one is used up.
 func (s *Sequence) takeLocked(want int64) (Range, bool) {
+	r, triggered, ok := s.cutLocked(want)
+	if triggered {
+		s.prefetchLocked()
+	}
+	return r, ok
+}
+
+// cutLocked is takeLocked without the refill: triggered reports that the
+// cut crossed the low-water mark, and the caller must call prefetchLocked
+// (unordered mode does once the cut is in a core's sub-range, so that the
+// rate sample does not count it as handed out).
+func (s *Sequence) cutLocked(want int64) (r Range, triggered, ok bool) {
 	for {
 		b := s.cur.Load()
 		if r, triggered, ok := b.take(want); ok {
 			if triggered {
-				s.prefetchLocked()
 				b.triggerPassed()
 			}
-			return r, true
+			return r, triggered, true
 		}
 		if s.nxt == nil {
-			return Range{}, false
+			return Range{}, false, false
 		}
 		nb := s.nxt
 		s.nxt = nil
@@ -468,11 +479,23 @@ func (s *Sequence) prefetchLocked() {
 	}
 }
 
+// handedOutLocked is how many IDs the Sequence handed out, the count its
+// rate is sampled from: those of the used-up ranges and of cur, less what
+// the cores' sub-ranges still hold in unordered mode (a sub-range of 4,096
+// counted as handed out when cut read as a rate of a million a second).
+func (s *Sequence) handedOutLocked(cur *block) int64 {
+	n := s.retired + cur.taken()
+	for i := range s.shards {
+		n -= s.shards[i].cur.Load().remaining()
+	}
+	return n
+}
+
 // startRefillLocked starts a background reservation, sized from the
 // observed rate; nil when the client is closed.
 func (s *Sequence) startRefillLocked() *refill {
 	cur := s.cur.Load()
-	s.sizer.observe(s.retired+cur.taken(), time.Now())
+	s.sizer.observe(s.handedOutLocked(cur), time.Now())
 	size := s.sizer.size(s.ranDry, s.lastSize)
 	s.ranDry = false
 	s.lastSize = size

@@ -169,8 +169,12 @@ func (s *Sequence) takeForShardLocked(sh *shard, want int64) (Range, bool) {
 	// maxChunk besides what it takes.
 	chunk := max(s.chunkLocked(), min(8*want, maxChunk))
 	if want < maxChunk {
-		if r, ok := s.takeLocked(want + chunk); ok {
-			return s.keepRestLocked(sh, r, want), true
+		if r, triggered, ok := s.cutLocked(want + chunk); ok {
+			r = s.keepRestLocked(sh, r, want)
+			if triggered { // after the sub-range is in sh: see handedOutLocked
+				s.prefetchLocked()
+			}
+			return r, true
 		}
 	} else if r, ok := s.takeLocked(want); ok {
 		return r, true
