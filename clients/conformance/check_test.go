@@ -92,6 +92,11 @@ func TestCheck_EachViolation_Caught(t *testing.T) {
 			r.Events = append(r.Events, ev("2", "next h1", "err untyped java.lang.IllegalStateException: boom", 200, 10))
 		}},
 		{"unexpected kind", "unexpected error", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "err not_found x", 200, 10)) }},
+		// unsupported answers only an open mode the library lacks: on a
+		// command of a handle that was opened, it is the driver's bug.
+		{"unsupported outside open", "unexpected error", func(r *Run) {
+			r.Events = append(r.Events, ev("2", "next h1", "err unsupported what", 200, 10))
+		}},
 		{"missing answer", "missing answer", func(r *Run) {
 			e := ev("2", "next h1", "ok 9999", 200, 1)
 			e.Recv, e.Answer = time.Time{}, ""
