@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,18 +115,59 @@ func TestCluster_ClientCallsAndErrors_RealServer(t *testing.T) {
 	t.Logf("the Sequence served %d of the 40 IDs left above %d (the server's own blocks may skip some)", len(got), r.Last)
 }
 
+// seqMode is one of a Sequence's two modes; the failover tests run in each.
+type seqMode struct {
+	name string
+	// ordered: IDs increase per goroutine (the default mode). In
+	// unordered mode only uniqueness holds (client.Unordered).
+	ordered bool
+	opts    []client.SequenceOption
+}
+
+var seqModes = []seqMode{
+	{"ordered", true, nil},
+	{"unordered", false, []client.SequenceOption{client.Unordered()}},
+}
+
+// unorderedProcs is the GOMAXPROCS the unordered subtests run with at
+// least: an unordered Sequence has one sub-range per P, so on a machine
+// with fewer cores (CI's and the project's have 2) more Ps give more
+// sub-ranges, and goroutines moving between them, to exercise.
+const unorderedProcs = 8
+
+// setMode prepares the test for m: in unordered mode it raises GOMAXPROCS
+// to unorderedProcs until the test ends.
+func setMode(t *testing.T, m seqMode) {
+	if m.ordered {
+		return
+	}
+	if prev := runtime.GOMAXPROCS(0); prev < unorderedProcs {
+		runtime.GOMAXPROCS(unorderedProcs)
+		t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	}
+	t.Logf("unordered mode with GOMAXPROCS %d on %d CPUs", runtime.GOMAXPROCS(0), runtime.NumCPU())
+}
+
 // TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoWaitWhileCached
 // runs 8 goroutines that call Next on two Sequences of one sequence, each
 // from its own Client (two "processes"), while the leader is killed, then
 // restarted, then the new leader killed. Each fault phase lasts until both
-// Sequences have refilled through it. No ID may repeat, IDs must increase
-// per goroutine and Sequence, no call may fail, and no call may wait on the
-// network while its cache holds IDs. The longest wall-clock wait of a Next
-// is logged, not asserted (performance claims are benchmarks).
+// Sequences have refilled through it. No ID may repeat, no call may fail,
+// and no call may wait on the network while its cache holds IDs; in the
+// default mode IDs must also increase per goroutine and Sequence. Both
+// modes run, as subtests. The longest wall-clock wait of a Next is logged,
+// not asserted (performance claims are benchmarks).
 func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoWaitWhileCached(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	for _, m := range seqModes {
+		t.Run(m.name, func(t *testing.T) { leaderKilledRestartedThenAnotherKilled(t, m) })
+	}
+}
+
+func leaderKilledRestartedThenAnotherKilled(t *testing.T, m seqMode) {
+	setMode(t, m)
 	tc := testcluster.New(t, 3, nil)
 	urls := tc.URLs()
 	c1, c2 := newClient(t, urls), newClient(t, urls)
@@ -135,11 +177,14 @@ func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoW
 	}
 	// A 4 s coverage instead of the default 10 s makes refills frequent
 	// enough for each fault phase to see one, while the cache still
-	// outlasts an election.
-	seqs := []*client.Sequence{
-		c1.Sequence("ids", client.WithCoverage(4*time.Second)),
-		c2.Sequence("ids", client.WithCoverage(4*time.Second)),
-	}
+	// outlasts an election. The ranges are capped at 300,000 (the ordered
+	// mode's are about 200,000 at this load): in unordered mode the
+	// Sequence's rate estimate counts the IDs cut into the cores'
+	// sub-ranges as handed out, and can read several times the true rate
+	// (TestCluster_SteadyLoad_ObservedRateNearTrueRate); uncapped, its ranges
+	// then last minutes and a fault phase would wait in vain for a refill.
+	opts := append([]client.SequenceOption{client.WithCoverage(4 * time.Second), client.WithRangeSize(client.DefaultMinRangeSize, 300_000)}, m.opts...)
+	seqs := []*client.Sequence{c1.Sequence("ids", opts...), c2.Sequence("ids", opts...)}
 	for _, s := range seqs { // the first call of a Sequence waits: its cache is empty
 		if _, err := s.Next(ctx); err != nil {
 			t.Fatal(err)
@@ -185,7 +230,7 @@ func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoW
 						t.Errorf("goroutine %d: Next on Sequence %d: %v", g, i, err)
 						return
 					}
-					if id <= last[i] {
+					if m.ordered && id <= last[i] {
 						t.Errorf("goroutine %d: Sequence %d gave %d after %d", g, i, id, last[i])
 						return
 					}
@@ -268,19 +313,30 @@ func TestCluster_LeaderKilledRestartedThenAnotherKilled_TwoClientsNoDuplicateNoW
 		}
 	}
 	st := []client.SequenceStats{seqs[0].Stats(), seqs[1].Stats()}
-	t.Logf("%d IDs from %d Next calls, no duplicate; longest Next wait %v (during the faults %v); calls over 5 ms: %d; "+
+	t.Logf("%s: %d IDs from %d Next calls, no duplicate; longest Next wait %v (during the faults %v); calls over 5 ms: %d; "+
 		"waits on an empty cache after the first call: %d and %d; refills %d and %d; last range sizes %d and %d",
-		len(all), calls, maxWait, maxFault, slowCalls, st[0].Waits-1, st[1].Waits-1, st[0].Refills, st[1].Refills, st[0].RangeSize, st[1].RangeSize)
+		m.name, len(all), calls, maxWait, maxFault, slowCalls, st[0].Waits-1, st[1].Waits-1, st[0].Refills, st[1].Refills, st[0].RangeSize, st[1].RangeSize)
 }
 
 // TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself
-// kills every node: Next serves exactly the IDs cached, then returns
-// ErrUnavailable when its context ends; when the nodes come back the cache
-// refills on its own and Next goes on above every ID served before.
+// kills every node: 8 goroutines calling Next serve exactly the IDs cached,
+// each once (in increasing order per goroutine in the default mode), then
+// get ErrUnavailable when their contexts end, and none waited while IDs
+// were cached; when the nodes come back the cache refills on its own and
+// Next goes on above every ID served before (the outage emptied the cache,
+// so in both modes the next ID is from a new range). Both modes run, as
+// subtests.
 func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
+	for _, m := range seqModes {
+		t.Run(m.name, func(t *testing.T) { allNodesDownThenBack(t, m) })
+	}
+}
+
+func allNodesDownThenBack(t *testing.T, m seqMode) {
+	setMode(t, m)
 	tc := testcluster.New(t, 3, nil)
 	c := newClient(t, tc.URLs())
 	ctx := ctxFor(t, 60*time.Second)
@@ -288,8 +344,8 @@ func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t 
 		t.Fatal(err)
 	}
 	const size = 500
-	seq := c.Sequence("down", client.WithRangeSize(size, size))
-	highest, err := seq.Next(ctx)
+	seq := c.Sequence("down", append([]client.SequenceOption{client.WithRangeSize(size, size)}, m.opts...)...)
+	first, err := seq.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,27 +361,57 @@ func TestCluster_AllNodesDown_NextServesCacheThenUnavailable_RecoversByItself(t 
 		ids = append(ids, n.ID)
 		tc.Kill(n.ID)
 	}
-	served := 0
-	for served < 10*size { // bounded; the cache holds 2*size-1
-		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		id, err := seq.Next(short)
-		cancel()
-		if err != nil {
-			if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Next with every node down: %v; want ErrUnavailable and DeadlineExceeded", err)
+	const goroutines = 8
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		served   = []int64{first}
+		firstErr error
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			last := first
+			var got []int64
+			defer func() {
+				mu.Lock()
+				served = append(served, got...)
+				mu.Unlock()
+			}()
+			for range 10 * size { // bounded; the cache holds 2*size-1
+				short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				id, err := seq.Next(short)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("goroutine %d: Next with every node down: %v; want ErrUnavailable and DeadlineExceeded", g, err)
+					}
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				if m.ordered && id <= last {
+					t.Errorf("goroutine %d: Next = %d after %d", g, id, last)
+					return
+				}
+				last = id
+				got = append(got, id)
 			}
-			t.Logf("after %d IDs from the cache: %v", served, err)
-			break
-		}
-		if id <= highest {
-			t.Fatalf("Next = %d after %d", id, highest)
-		}
-		highest = id
-		served++
+			t.Errorf("goroutine %d: %d IDs with every node down and no error", g, len(got))
+		})
 	}
-	if served != 2*size-1 {
-		t.Fatalf("served %d IDs with every node down; want exactly the %d cached", served, 2*size-1)
+	wg.Wait()
+	if t.Failed() {
+		return
 	}
+	t.Logf("%s: %d goroutines served %d IDs from the cache, then: %v", m.name, goroutines, len(served)-1, firstErr)
+	if len(served)-1 != 2*size-1 {
+		t.Fatalf("served %d IDs with every node down; want exactly the %d cached", len(served)-1, 2*size-1)
+	}
+	checkUnique(t, served) // sorts it
+	highest := served[len(served)-1]
 	if w := seq.Stats().WaitsWhileCached; w != 0 {
 		t.Fatalf("%d Next calls waited while IDs were cached", w)
 	}

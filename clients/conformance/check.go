@@ -42,6 +42,9 @@ type Run struct {
 	Recovered, RecoveryEnd time.Time
 	// Handles are the handles that must serve again after Recovered.
 	Handles []string
+	// Unordered are the sequence handles opened in unordered mode
+	// (PROTOCOL.md): their IDs are unique, but not ordered across answers.
+	Unordered []string
 	// Close is the close answer ("" if none came), Exit how the driver
 	// ended after stdin was closed: "exit 0" is the only passing one.
 	Close, Exit string
@@ -53,12 +56,16 @@ type Run struct {
 type Failure struct {
 	Check  string
 	Detail string
+	// At is when the history first showed the violation (the later
+	// answer's arrival), for the report's "caught after"; zero when the
+	// check has no such moment.
+	At time.Time
 }
 
 func (f Failure) String() string { return f.Check + ": " + f.Detail }
 
 // kinds are the error kinds of the protocol.
-var kinds = []string{"unavailable", "not_found", "exhausted", "unauthorized", "forbidden", "invalid_argument", "conflict", "closed", "untyped"}
+var kinds = []string{"unavailable", "not_found", "exhausted", "unauthorized", "forbidden", "invalid_argument", "conflict", "closed", "unsupported", "untyped"}
 
 // Parse fills OK, Kind, IDs and Bad of e from e.Answer, which starts with
 // the lane and a space (the caller matched the lane).
@@ -168,17 +175,17 @@ func CheckAnswers(r Run) []Failure {
 	for _, e := range r.Events {
 		switch {
 		case e.Recv.IsZero():
-			out = append(out, Failure{"missing answer", show(e)})
+			out = append(out, Failure{Check: "missing answer", Detail: show(e)})
 		case e.Bad != "":
-			out = append(out, Failure{"malformed answer", e.Bad + ": " + show(e)})
+			out = append(out, Failure{Check: "malformed answer", Detail: e.Bad + ": " + show(e)})
 		case e.Kind == "untyped":
-			out = append(out, Failure{"untyped error", show(e)})
+			out = append(out, Failure{Check: "untyped error", Detail: show(e)})
 		case !e.OK && e.Kind != "unavailable":
-			out = append(out, Failure{"unexpected error", show(e)})
+			out = append(out, Failure{Check: "unexpected error", Detail: show(e)})
 		}
 	}
 	for _, s := range r.Stray {
-		out = append(out, Failure{"malformed answer", fmt.Sprintf("a line that answers no command: %q", s)})
+		out = append(out, Failure{Check: "malformed answer", Detail: fmt.Sprintf("a line that answers no command: %q", s)})
 	}
 	return out
 }
@@ -188,7 +195,7 @@ func CheckBound(r Run) []Failure {
 	var out []Failure
 	for _, e := range r.Events {
 		if !e.Recv.IsZero() && e.Recv.Sub(e.Sent) > r.Bound {
-			out = append(out, Failure{"bound", fmt.Sprintf("answered after %v > %v: %s", e.Recv.Sub(e.Sent).Round(time.Millisecond), r.Bound, show(e))})
+			out = append(out, Failure{Check: "bound", Detail: fmt.Sprintf("answered after %v > %v: %s", e.Recv.Sub(e.Sent).Round(time.Millisecond), r.Bound, show(e))})
 		}
 	}
 	return out
@@ -222,8 +229,9 @@ func CheckUnique(r Run) []Failure {
 		top := 0 // the range reaching highest so far
 		for i := 1; i < len(rs); i++ {
 			if rs[i].First <= rs[top].Last {
-				out = append(out, Failure{"ID twice", fmt.Sprintf("%s: %d-%d and %d-%d overlap: %s and %s", t,
-					rs[top].First, rs[top].Last, rs[i].First, rs[i].Last, show(r.Events[rs[top].ev]), show(r.Events[rs[i].ev]))})
+				a, b := r.Events[rs[top].ev], r.Events[rs[i].ev]
+				out = append(out, Failure{Check: "ID twice", Detail: fmt.Sprintf("%s: %d-%d and %d-%d overlap: %s and %s", t,
+					rs[top].First, rs[top].Last, rs[i].First, rs[i].Last, show(a), show(b)), At: later(a.Recv, b.Recv)})
 			}
 			if rs[i].Last > rs[top].Last {
 				top = i
@@ -233,9 +241,19 @@ func CheckUnique(r Run) []Failure {
 	return out
 }
 
-// CheckOrder: within one answer IDs increase (both kinds of handles); on a
-// sequence handle, an answer received before a command was sent holds only
-// smaller IDs than that command's answer.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// CheckOrder: within one answer IDs increase (every kind of handle); on a
+// sequence handle in the default mode, an answer received before a command
+// was sent holds only smaller IDs than that command's answer. A handle
+// opened unordered, like a Snowflake handle, promises no order across
+// answers: not even one lane's, since the library may serve a thread from
+// another core's sub-range on its next call.
 func CheckOrder(r Run) []Failure {
 	var out []Failure
 	byHandle := map[string][]int{}
@@ -245,11 +263,11 @@ func CheckOrder(r Run) []Failure {
 		}
 		for j := 1; j < len(e.IDs); j++ {
 			if e.IDs[j].First <= e.IDs[j-1].Last {
-				out = append(out, Failure{"order", "IDs of one answer do not increase: " + show(e)})
+				out = append(out, Failure{Check: "order", Detail: "IDs of one answer do not increase: " + show(e), At: e.Recv})
 				break
 			}
 		}
-		if strings.HasPrefix(e.Target, "seq:") && e.Handle != "" {
+		if strings.HasPrefix(e.Target, "seq:") && e.Handle != "" && !slices.Contains(r.Unordered, e.Handle) {
 			byHandle[e.Handle] = append(byHandle[e.Handle], i)
 		}
 	}
@@ -273,8 +291,8 @@ func CheckOrder(r Run) []Failure {
 				}
 			}
 			if top >= 0 && eb.IDs[0].First <= last(r.Events[top]) {
-				out = append(out, Failure{"order", fmt.Sprintf("handle %s: %s was sent after %s was answered, but is not above it",
-					h, show(eb), show(r.Events[top]))})
+				out = append(out, Failure{Check: "order", Detail: fmt.Sprintf("handle %s: %s was sent after %s was answered, but is not above it",
+					h, show(eb), show(r.Events[top])), At: eb.Recv})
 			}
 		}
 	}
@@ -296,7 +314,7 @@ func last(e Event) int64 {
 // there must be at least one.
 func CheckRecovery(r Run) []Failure {
 	if r.Recovered.IsZero() {
-		return []Failure{{"recovery", "the run never reached its recovery phase"}}
+		return []Failure{{Check: "recovery", Detail: "the run never reached its recovery phase"}}
 	}
 	from := r.Recovered.Add(r.Bound)
 	var out []Failure
@@ -309,12 +327,12 @@ func CheckRecovery(r Run) []Failure {
 			if e.OK {
 				served = true
 			} else {
-				out = append(out, Failure{"recovery", fmt.Sprintf("handle %s failed %v after every node was back: %s", h, e.Sent.Sub(r.Recovered).Round(time.Millisecond), show(e))})
+				out = append(out, Failure{Check: "recovery", Detail: fmt.Sprintf("handle %s failed %v after every node was back: %s", h, e.Sent.Sub(r.Recovered).Round(time.Millisecond), show(e))})
 				break
 			}
 		}
 		if !served {
-			out = append(out, Failure{"recovery", fmt.Sprintf("handle %s served nothing sent between %v and %v after every node was back",
+			out = append(out, Failure{Check: "recovery", Detail: fmt.Sprintf("handle %s served nothing sent between %v and %v after every node was back",
 				h, r.Bound, r.RecoveryEnd.Sub(r.Recovered).Round(time.Millisecond))})
 		}
 	}
@@ -329,10 +347,10 @@ func CheckClose(r Run) []Failure {
 		if what == "" {
 			what = "no ok answer"
 		}
-		out = append(out, Failure{"close", "close answered " + what + ", want threads=0"})
+		out = append(out, Failure{Check: "close", Detail: "close answered " + what + ", want threads=0"})
 	}
 	if r.Exit != "exit 0" {
-		out = append(out, Failure{"close", "after stdin was closed the driver's end was " + r.Exit + ", want exit 0"})
+		out = append(out, Failure{Check: "close", Detail: "after stdin was closed the driver's end was " + r.Exit + ", want exit 0"})
 	}
 	return out
 }

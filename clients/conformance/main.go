@@ -50,6 +50,7 @@ type config struct {
 	allowance  time.Duration
 	ready      time.Duration
 	keep       bool
+	unordered  bool
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 	flag.DurationVar(&cfg.allowance, "allowance", 2*time.Second, "added to the call timeout for the bound on one answer: scheduling on a busy machine")
 	flag.DurationVar(&cfg.ready, "ready-timeout", 60*time.Second, "how long the driver may take to say ready")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the run's directory (data, logs, driver's stderr)")
+	flag.BoolVar(&cfg.unordered, "unordered", false, "open the sequence handles h1 and h2 in unordered mode (PROTOCOL.md): IDs unique, not ordered across answers")
 	flag.Parse()
 	cfg.driverArgs = flag.Args()
 	if cfg.driver == "" {
@@ -87,6 +89,8 @@ type harness struct {
 	c     *cluster
 	d     *driverProc
 	bound time.Duration
+
+	loadStart time.Time // when the lanes started: "caught after" counts from here
 
 	mu       sync.Mutex
 	events   []Event
@@ -436,19 +440,31 @@ func run(cfg config) int {
 
 	// The handles, each made by the lane that first uses it.
 	seq, ns := "seq:"+seqName, "ns:"+nsName
+	open := "open %s " + seqName
+	var unordered []string
+	if cfg.unordered {
+		open += " unordered"
+		unordered = []string{"h1", "h2"}
+	}
 	for _, o := range []struct{ lane, text, handle, target string }{
-		{"1", "open h1 " + seqName, "h1", seq},
-		{"6", "open h2 " + seqName, "h2", seq},
+		{"1", fmt.Sprintf(open, "h1"), "h1", seq},
+		{"6", fmt.Sprintf(open, "h2"), "h2", seq},
 		{"8", "snowflake s1 " + nsName, "s1", ns},
 	} {
 		op, _, _ := strings.Cut(o.text, " ")
-		if e := h.do(o.lane, cmd{op, o.handle, o.target, 0, o.text}); !e.OK {
+		e := h.do(o.lane, cmd{op, o.handle, o.target, 0, o.text})
+		if e.Kind == "unsupported" {
+			// The library has no such mode: nothing to judge, not a bug.
+			return h.setupFailure(fmt.Errorf("the driver does not support %q: %s", o.text, show(e)))
+		}
+		if !e.OK {
 			return h.report(Run{}, fmt.Sprintf("%s failed: %s", o.text, show(e)))
 		}
 	}
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	h.loadStart = time.Now()
 	for lane, gen := range lanes() {
 		wg.Add(1)
 		go func() {
@@ -486,7 +502,7 @@ func run(cfg config) int {
 
 	h.mu.Lock()
 	r := Run{Events: h.events, Bound: h.bound, Recovered: recovered, RecoveryEnd: recoveryEnd,
-		Handles: []string{"h1", "h2", "s1"}, Close: closeAns, Exit: exit, Stray: h.d.strays()}
+		Handles: []string{"h1", "h2", "s1"}, Unordered: unordered, Close: closeAns, Exit: exit, Stray: h.d.strays()}
 	h.mu.Unlock()
 	return h.report(r, "")
 }
@@ -495,12 +511,12 @@ func run(cfg config) int {
 func (h *harness) report(r Run, early string) int {
 	fails := []Failure{}
 	if early != "" {
-		fails = append(fails, Failure{"setup of handles", early})
+		fails = append(fails, Failure{Check: "setup of handles", Detail: early})
 	} else {
 		fails = Check(r)
 	}
-	fmt.Printf("conformance: %s (plant %q), bound %v = call %v + allowance %v, attempt %v\n",
-		h.cfg.name, h.cfg.plant, h.bound, h.cfg.call, h.cfg.allowance, h.cfg.attempt)
+	fmt.Printf("conformance: %s, %s (plant %q), bound %v = call %v + allowance %v, attempt %v\n",
+		h.cfg.name, h.mode(), h.cfg.plant, h.bound, h.cfg.call, h.cfg.allowance, h.cfg.attempt)
 	type stat struct {
 		ops, ids int64
 		errs     map[string]int
@@ -553,18 +569,22 @@ func (h *harness) report(r Run, early string) int {
 	h.mu.Unlock()
 
 	if len(fails) == 0 {
-		fmt.Println("VALID")
+		fmt.Printf("VALID (%s)\n", h.mode())
 		if h.cfg.expectFail {
 			fmt.Println("--expect-fail: the run found no violation, but one was expected")
 			return 1
 		}
 		return 0
 	}
-	fmt.Printf("INVALID: %d failures\n", len(fails))
+	fmt.Printf("INVALID (%s): %d failures\n", h.mode(), len(fails))
 	per := map[string]int{}
+	first := map[string]time.Time{} // per check, the earliest moment the history showed it
 	for _, f := range fails {
 		if per[f.Check]++; per[f.Check] <= 5 {
 			fmt.Println("  " + f.String())
+		}
+		if !f.At.IsZero() && (first[f.Check].IsZero() || f.At.Before(first[f.Check])) {
+			first[f.Check] = f.At
 		}
 	}
 	for k, v := range per {
@@ -572,6 +592,14 @@ func (h *harness) report(r Run, early string) int {
 			fmt.Printf("  … and %d more of %s\n", v-5, k)
 		}
 	}
+	var caught []string
+	for _, k := range sortedKeys(per) {
+		if at := first[k]; !at.IsZero() && !h.loadStart.IsZero() {
+			k += fmt.Sprintf(", first seen %v after the load started", at.Sub(h.loadStart).Round(time.Millisecond))
+		}
+		caught = append(caught, k)
+	}
+	fmt.Printf("caught: %s\n", strings.Join(caught, "; "))
 	if h.cfg.expectFail {
 		fmt.Printf("--expect-fail: caught, as expected (%s)\n", strings.Join(sortedKeys(per), ", "))
 		return 0
@@ -579,6 +607,14 @@ func (h *harness) report(r Run, early string) int {
 	fmt.Printf("--- driver stderr (last 40 lines) ---\n%s\n", h.d.stderrTail(40))
 	fmt.Print(h.c.tails(20))
 	return 1
+}
+
+// mode names the sequence handles' mode for the report.
+func (h *harness) mode() string {
+	if h.cfg.unordered {
+		return "mode unordered (h1, h2 opened unordered)"
+	}
+	return "mode ordered"
 }
 
 func sortedKeys(m map[string]int) []string {

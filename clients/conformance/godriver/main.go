@@ -74,6 +74,9 @@ func envMs(name string, def time.Duration) (time.Duration, error) {
 type driver struct {
 	baseline int
 	c        *client.Client
+	// plant are the options of the planted bug (plant_faults.go) for the
+	// handles opened unordered; none in a build without ticketd_faults.
+	plant []client.SequenceOption
 
 	outMu sync.Mutex // one answer is one whole line
 	out   *bufio.Writer
@@ -94,10 +97,10 @@ func newDriver(baseline int, out io.Writer) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p := os.Getenv("TICKETD_CONFORMANCE_PLANT"); p != "" {
-		// The Go SDK has no planted bug (issue 33): refusing an unknown one
-		// keeps a misspelt CI run from passing silently.
-		return nil, fmt.Errorf("unknown plant %q (the Go driver has none)", p)
+	// Refusing an unknown plant keeps a misspelt run from passing silently.
+	plant, err := unorderedPlantOptions(os.Getenv("TICKETD_CONFORMANCE_PLANT"))
+	if err != nil {
+		return nil, err
 	}
 	// The SDK reads TICKETD_ADDR and TICKETD_TOKEN itself, as the CLI and
 	// the other languages' clients do.
@@ -108,6 +111,7 @@ func newDriver(baseline int, out io.Writer) (*driver, error) {
 	return &driver{
 		baseline: baseline,
 		c:        c,
+		plant:    plant,
 		out:      bufio.NewWriter(out),
 		seqs:     map[string]*client.Sequence{},
 		flakes:   map[string]*client.SnowflakeRemote{},
@@ -174,6 +178,10 @@ func (d *driver) lane(name string, cmds <-chan []string) {
 
 var errBadCommand = errors.New("bad command")
 
+// errUnsupported: a mode of open that the SDK does not have (PROTOCOL.md's
+// "unsupported"); the harness takes it as "nothing to judge", not a bug.
+var errUnsupported = errors.New("unsupported")
+
 func (d *driver) do(op string, args []string) (string, error) {
 	ctx := context.Background() // the client's call timeout bounds every call
 	need := func(k int) error {
@@ -184,10 +192,18 @@ func (d *driver) do(op string, args []string) (string, error) {
 	}
 	switch op {
 	case "open":
-		if err := need(2); err != nil {
-			return "", err
+		var opts []client.SequenceOption
+		switch {
+		case len(args) == 3 && args[2] == "unordered":
+			opts = append([]client.SequenceOption{client.Unordered()}, d.plant...)
+		case len(args) == 3:
+			return "", fmt.Errorf("%w: open mode %q (the Go SDK has unordered)", errUnsupported, args[2])
+		default:
+			if err := need(2); err != nil {
+				return "", err
+			}
 		}
-		s := d.c.Sequence(args[1])
+		s := d.c.Sequence(args[1], opts...)
 		d.mu.Lock()
 		d.seqs[args[0]] = s
 		d.mu.Unlock()
@@ -346,11 +362,14 @@ func (d *driver) flake(h string) (*client.SnowflakeRemote, error) {
 // classify maps an error to the protocol's kind with errors.Is/As on the
 // SDK's own errors. Unavailable comes first: it wraps the last failure,
 // which may be an *APIError of another kind. A bad command from the harness
-// is untyped: it is not the SDK's error, and the harness must fail on it.
+// is untyped: it is not the SDK's error, and the harness must fail on it;
+// an open mode the SDK lacks is the protocol's "unsupported".
 func classify(err error) (kind, msg string) {
 	msg = strings.ReplaceAll(err.Error(), "\n", " ")
 	var apiErr *client.APIError
 	switch {
+	case errors.Is(err, errUnsupported):
+		return "unsupported", msg
 	case errors.Is(err, client.ErrClosed):
 		return "closed", msg
 	case errors.Is(err, client.ErrUnavailable):

@@ -30,6 +30,7 @@ func TestClassify_SDKErrors_ProtocolKinds(t *testing.T) {
 		{fmt.Errorf("x: %w", client.ErrInvalidArgument), "invalid_argument"},
 		{fmt.Errorf("x: %w", client.ErrConflict), "conflict"},
 		{fmt.Errorf("x: %w", client.ErrClosed), "closed"},
+		{fmt.Errorf("%w: open mode %q", errUnsupported, "sideways"), "unsupported"},
 		{errors.New("ticketd: unavailable"), "untyped"}, // a message is not a type
 		{io.ErrUnexpectedEOF, "untyped"},
 	}
@@ -73,6 +74,10 @@ func TestDriver_NoCluster_TypedAnswersAndCleanClose(t *testing.T) {
 		{"1 open h1 orders", "1 ok"},
 		{"2 next h1", "2 err unavailable "},
 		{"3 nextn h1 0", "3 err invalid_argument "},
+		{"7 open h3 orders unordered", "7 ok"},
+		{"7 next h3", "7 err unavailable "},
+		{"7 nextn h3 0", "7 err invalid_argument "},
+		{"7 open h4 orders sideways", "7 err unsupported "},
 		{"4 reserve orders 5", "4 err unavailable "},
 		{"5 snowflake s1 ns", "5 ok"},
 		{"5 snext s1", "5 err unavailable "},
@@ -92,4 +97,14 @@ func TestDriver_NoCluster_TypedAnswersAndCleanClose(t *testing.T) {
 	}
 	inW.Close()
 	<-done
+}
+
+// A plant the binary cannot switch on is refused at start (the harness then
+// has no verdict), so that a misspelt planted run never passes as VALID.
+func TestNewDriver_UnknownPlant_Refused(t *testing.T) {
+	t.Setenv("TICKETD_ADDR", "http://127.0.0.1:1")
+	t.Setenv("TICKETD_CONFORMANCE_PLANT", "no-such-plant")
+	if _, err := newDriver(0, io.Discard); err == nil || !strings.Contains(err.Error(), "no-such-plant") {
+		t.Fatalf("newDriver with an unknown plant: %v, want it refused", err)
+	}
 }
