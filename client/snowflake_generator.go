@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -438,13 +439,12 @@ type Snowflake struct {
 	lastSeq  int64
 	lastWkr  int64
 	lastID   int64
-	// The generator issues only the sequence values of its share: share
-	// of 1<<shareBits equal parts of a tick's, from the top bits of the
-	// sequence down. A generator's are 0 of 1, all of them; a shard's in
-	// unordered mode are its own (snowflake_unordered.go).
-	share     int64
-	shareBits uint8
-	stats     SnowflakeStats
+	// The generator issues only the sequence values of its share of a
+	// tick's, seqFirst to the layout's last minus seqCut: a generator's
+	// are all of them (0, 0); a shard's in unordered mode are its own
+	// (snowflake_unordered.go).
+	seqFirst, seqCut int64
+	stats            SnowflakeStats
 	// shards are the per-core issuers of UnorderedSnowflake; nil in the
 	// default mode and in a shard.
 	shards    []sfShard
@@ -583,7 +583,7 @@ func (g *Snowflake) Namespace() string { return g.ns }
 func (g *Snowflake) Holder() string { return g.cfg.holder }
 
 // Next returns a new ID, greater than every ID this generator returned
-// before. It waits only for the next tick when the current one's sequence
+// before (in unordered mode only unique: see UnorderedSnowflake). It waits only for the next tick when the current one's sequence
 // is used up, for a small backward step of the clock, and for a lease when
 // it holds no valid one (up to WithLeaseWait). Errors: ErrLeaseExpired,
 // ErrClockMovedBackwards, ErrClosed, ErrExhausted (the
@@ -614,7 +614,8 @@ func (g *Snowflake) Next(ctx context.Context) (int64, error) {
 const MaxSnowflakeBatch = 1 << 20
 
 // NextN returns n new IDs (1 <= n <= MaxSnowflakeBatch), increasing, each
-// greater than every ID returned before. It takes as many as the current
+// greater than every ID returned before (in unordered mode only unique,
+// sorted). It takes as many as the current
 // tick has left under one lock, then waits for the next tick. On error it
 // returns no IDs (those it took are skipped).
 func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
@@ -632,11 +633,13 @@ func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
 		k, wait, err = g.takeLocked(out)
 		g.mu.Unlock()
 	}
-	if k == n {
-		return out, nil
+	if k < n {
+		if _, err := g.fill(ctx, out, k, wait, err); err != nil {
+			return nil, err
+		}
 	}
-	if _, err := g.fill(ctx, out, k, wait, err); err != nil {
-		return nil, err
+	if g.shards != nil && !slices.IsSorted(out) {
+		slices.Sort(out) // taken from several cores' shares
 	}
 	return out, nil
 }
@@ -869,8 +872,7 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 		return 0, 0, fmt.Errorf("%w: the timestamp bits of namespace %q ran out at %v", ErrExhausted, g.ns,
 			time.Unix(0, lay.epochNs+(lay.maxTick+1)*lay.tickNs).UTC())
 	}
-	span := (lay.maxSeq + 1) >> g.shareBits
-	seq, maxSeq := g.share*span, (g.share+1)*span-1 // the share's sequence values
+	seq, maxSeq := g.seqFirst, lay.maxSeq-g.seqCut // the share's sequence values
 	if tick == g.lastTick {
 		if l.worker != g.lastWkr || g.lastSeq >= maxSeq {
 			// The tick is used up, or a new worker id must start on a

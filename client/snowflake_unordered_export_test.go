@@ -44,10 +44,10 @@ var ErrShardWaits = errShardWaits
 func PlantSharedShare(g *Snowflake, from, to int) {
 	src, dst := &g.shards[from].g, &g.shards[to].g
 	src.mu.Lock()
-	share, shareBits := src.share, src.shareBits
+	first, cut := src.seqFirst, src.seqCut
 	src.mu.Unlock()
 	dst.mu.Lock()
-	dst.share, dst.shareBits = share, shareBits
+	dst.seqFirst, dst.seqCut = first, cut
 	dst.mu.Unlock()
 }
 

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -298,6 +299,9 @@ func TestSnowflakeUnordered_OneCallerGetsTheWholeTick(t *testing.T) {
 	if st := g.Stats(); st.SequenceWaits != 0 {
 		t.Fatalf("NextN(4096) waited for a tick: stats %+v", st)
 	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("NextN's IDs, taken from several shares, are not sorted")
+	}
 	if dup := duplicateIDs(ids); len(dup) > 0 {
 		t.Fatalf("IDs handed out twice: %v", dup[:min(len(dup), 5)])
 	}
@@ -310,4 +314,67 @@ func TestSnowflakeUnordered_OneCallerGetsTheWholeTick(t *testing.T) {
 	if _, err := g.Next(ctxFor(t, 5*time.Second)); err != nil {
 		t.Fatalf("Next on the next tick: %v", err)
 	}
+}
+
+// TestSnowflakeUnordered_RandomClockSteps_NeverRepeat: the walk of
+// TestSnowflake_RandomClockSteps_NeverRepeat with every shard taking IDs
+// after each step: each shard's IDs increase, none repeats across shards,
+// and every shard waited out small steps back and refused large ones.
+func TestSnowflakeUnordered_RandomClockSteps_NeverRepeat(t *testing.T) {
+	noLeak(t)
+	withProcs(t, unorderedShards)
+	clk := newFakeClock(true)
+	f := newLeaseStandIn(clk.True)
+	t.Cleanup(f.Close)
+	f.addNamespace("users", time.Minute, 2*time.Minute, nil)
+	c := newClient(t, []string{f.URL()})
+	g := newSnowflake(t, c, "users", client.WithClock(clk), client.WithMaxClockBackward(3*time.Millisecond), client.UnorderedSnowflake())
+	waitLease(t, g, 5*time.Second)
+	rng := rand.New(rand.NewPCG(7, 11))
+	last := make([]int64, unorderedShards)
+	var ids []int64
+	refused, waited := 0, 0
+	for i := range 400 {
+		switch r := rng.IntN(10); {
+		case r < 4:
+			clk.Step(-time.Duration(rng.Int64N(int64(3 * time.Millisecond))))
+		case r < 6:
+			clk.Step(-time.Duration(4*int64(time.Millisecond) + rng.Int64N(int64(500*time.Millisecond))))
+		case r < 9:
+			clk.Step(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
+		default:
+			clk.Step(-clk.Offset())
+		}
+		if off := clk.Offset(); off > 10*time.Second || off < -10*time.Second {
+			clk.Step(-off)
+		}
+		for range 1 + rng.IntN(50) {
+			for k := range unorderedShards {
+				id, err := client.NextOnShard(g, k)
+				switch {
+				case errors.Is(err, client.ErrClockMovedBackwards):
+					refused++
+					continue
+				case errors.Is(err, client.ErrShardWaits):
+					waited++
+					continue
+				case err != nil:
+					t.Fatalf("step %d, shard %d: %v; stats %+v", i, k, err, g.Stats())
+				}
+				if id <= last[k] {
+					t.Fatalf("step %d, shard %d: %d after %d", i, k, id, last[k])
+				}
+				last[k] = id
+				ids = append(ids, id)
+			}
+		}
+	}
+	if dup := duplicateIDs(ids); len(dup) > 0 {
+		t.Fatalf("%d IDs handed out twice, such as %d", len(dup), dup[0])
+	}
+	st := g.Stats()
+	if refused == 0 || waited == 0 || st.ClockBackwardRefusals != int64(refused) || st.ClockBackwardWaits == 0 || st.ClockForwardJumps == 0 || st.Issued != int64(len(ids)) {
+		t.Fatalf("the walk did not exercise every path: refused %d, waited %d, stats %+v", refused, waited, st)
+	}
+	t.Logf("%d IDs, %d refusals, %d waits; stats %+v", len(ids), refused, waited, st)
 }
