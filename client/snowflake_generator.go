@@ -9,8 +9,10 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketd/ticketd/api"
@@ -222,6 +224,8 @@ type sfConfig struct {
 	// chosen: lease workerID and no other (WithWorkerID).
 	chosen   bool
 	workerID int64
+	// unordered: issue from per-core shards (UnorderedSnowflake).
+	unordered bool
 	// faults are planted bugs (snowflake_faults.go; none in other builds).
 	faults sfFaults
 }
@@ -435,7 +439,17 @@ type Snowflake struct {
 	lastSeq  int64
 	lastWkr  int64
 	lastID   int64
-	stats    SnowflakeStats
+	// The generator issues only the sequence values of its share of a
+	// tick's, seqFirst to the layout's last minus seqCut: a generator's
+	// are all of them (0, 0); a shard's in unordered mode are its own
+	// (snowflake_unordered.go).
+	seqFirst, seqCut int64
+	stats            SnowflakeStats
+	// shards are the per-core issuers of UnorderedSnowflake; nil in the
+	// default mode and in a shard.
+	shards    []sfShard
+	shardMask atomic.Uint32 // the shards in use, minus one
+	sharesSet bool          // the shards have their shares
 	// floorGiveUps counts the leases given back in a row because their
 	// timestamp floor was out of reach; only the background goroutine
 	// uses it.
@@ -539,6 +553,9 @@ func (c *Client) Snowflake(namespace string, opts ...SnowflakeOption) (*Snowflak
 	g.ctx, g.cancel = context.WithCancel(c.ctx)
 	w, m := cfg.clock.Now()
 	g.anchorW, g.anchorM = w.UnixNano(), int64(m)
+	if cfg.unordered {
+		g.initShards()
+	}
 	if !c.goBackground(g.run) {
 		g.cancel()
 		return nil, ErrClosed
@@ -566,7 +583,7 @@ func (g *Snowflake) Namespace() string { return g.ns }
 func (g *Snowflake) Holder() string { return g.cfg.holder }
 
 // Next returns a new ID, greater than every ID this generator returned
-// before. It waits only for the next tick when the current one's sequence
+// before (in unordered mode only unique: see UnorderedSnowflake). It waits only for the next tick when the current one's sequence
 // is used up, for a small backward step of the clock, and for a lease when
 // it holds no valid one (up to WithLeaseWait). Errors: ErrLeaseExpired,
 // ErrClockMovedBackwards, ErrClosed, ErrExhausted (the
@@ -574,9 +591,16 @@ func (g *Snowflake) Holder() string { return g.cfg.holder }
 // for a tick, ErrInvalidArgument.
 func (g *Snowflake) Next(ctx context.Context) (int64, error) {
 	var one [1]int64
-	g.mu.Lock()
-	n, wait, err := g.takeLocked(one[:])
-	g.mu.Unlock()
+	var n int
+	var wait time.Duration
+	var err error
+	if g.shards != nil {
+		n, wait, err = g.takeOnShards(one[:])
+	} else {
+		g.mu.Lock()
+		n, wait, err = g.takeLocked(one[:])
+		g.mu.Unlock()
+	}
 	if n == 1 {
 		return one[0], nil
 	}
@@ -590,7 +614,8 @@ func (g *Snowflake) Next(ctx context.Context) (int64, error) {
 const MaxSnowflakeBatch = 1 << 20
 
 // NextN returns n new IDs (1 <= n <= MaxSnowflakeBatch), increasing, each
-// greater than every ID returned before. It takes as many as the current
+// greater than every ID returned before (in unordered mode only unique,
+// sorted). It takes as many as the current
 // tick has left under one lock, then waits for the next tick. On error it
 // returns no IDs (those it took are skipped).
 func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
@@ -598,14 +623,23 @@ func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
 		return nil, invalidf("NextN: n must be between 1 and %d, got %d", MaxSnowflakeBatch, n)
 	}
 	out := make([]int64, n)
-	g.mu.Lock()
-	k, wait, err := g.takeLocked(out)
-	g.mu.Unlock()
-	if k == n {
-		return out, nil
+	var k int
+	var wait time.Duration
+	var err error
+	if g.shards != nil {
+		k, wait, err = g.takeOnShards(out)
+	} else {
+		g.mu.Lock()
+		k, wait, err = g.takeLocked(out)
+		g.mu.Unlock()
 	}
-	if _, err := g.fill(ctx, out, k, wait, err); err != nil {
-		return nil, err
+	if k < n {
+		if _, err := g.fill(ctx, out, k, wait, err); err != nil {
+			return nil, err
+		}
+	}
+	if g.shards != nil && !slices.IsSorted(out) {
+		slices.Sort(out) // taken from several cores' shares
 	}
 	return out, nil
 }
@@ -632,10 +666,14 @@ func (g *Snowflake) fill(ctx context.Context, dst []int64, n int, wait time.Dura
 				return n, err
 			}
 		}
-		g.mu.Lock()
 		var k int
-		k, wait, err = g.takeLocked(dst[n:])
-		g.mu.Unlock()
+		if g.shards != nil {
+			k, wait, err = g.takeOnShards(dst[n:])
+		} else {
+			g.mu.Lock()
+			k, wait, err = g.takeLocked(dst[n:])
+			g.mu.Unlock()
+		}
 		n += k
 	}
 	return n, nil
@@ -834,9 +872,9 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 		return 0, 0, fmt.Errorf("%w: the timestamp bits of namespace %q ran out at %v", ErrExhausted, g.ns,
 			time.Unix(0, lay.epochNs+(lay.maxTick+1)*lay.tickNs).UTC())
 	}
-	seq := int64(0)
+	seq, maxSeq := g.seqFirst, lay.maxSeq-g.seqCut // the share's sequence values
 	if tick == g.lastTick {
-		if l.worker != g.lastWkr || g.lastSeq >= lay.maxSeq {
+		if l.worker != g.lastWkr || g.lastSeq >= maxSeq {
 			// The tick is used up, or a new worker id must start on a
 			// later tick for IDs to keep increasing.
 			if l.worker == g.lastWkr {
@@ -847,7 +885,7 @@ func (g *Snowflake) takeLocked(dst []int64) (int, time.Duration, error) {
 		seq = g.lastSeq + 1
 	}
 	base := tick<<lay.tsShift | l.worker<<lay.workerShift
-	n := int(min(int64(len(dst)), lay.maxSeq-seq+1))
+	n := int(min(int64(len(dst)), maxSeq-seq+1))
 	if id := base | seq; id <= g.lastID {
 		// Cannot happen: the rules above keep IDs increasing. Refuse
 		// rather than risk a repeat.
@@ -943,6 +981,7 @@ func (g *Snowflake) Stats() SnowflakeStats {
 	defer g.mu.Unlock()
 	s := g.stats
 	s.LastError = g.lastErr
+	g.addShardStatsLocked(&s)
 	return s
 }
 
@@ -966,6 +1005,7 @@ func (g *Snowflake) Close() error {
 
 // notifyLocked wakes everyone waiting for a change of the lease state.
 func (g *Snowflake) notifyLocked() {
+	g.publishLocked() // before the wake-up: a woken caller's retry on a shard sees the change
 	close(g.leaseCh)
 	g.leaseCh = make(chan struct{})
 }

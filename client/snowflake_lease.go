@@ -209,7 +209,7 @@ func (g *Snowflake) acquire() error {
 	g.layout = lay
 	// The lease's start: the timeline when the request was sent, or the
 	// wall clock when the answer came if that is later.
-	l.minNs = max(g.anchorW+(int64(sendM)-g.anchorM), recvW.UnixNano())
+	l.minNs = max(g.timelineLocked(int64(sendM)), recvW.UnixNano())
 	g.raiseFloorLocked(l, out.TimestampFloorMs)
 	var floorErr error
 	if l.aboveFloorNs >= l.deadlineWall { // no ID of this lease could be above the floor
