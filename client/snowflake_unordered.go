@@ -18,9 +18,9 @@ import (
 // increasing across goroutines, nor even within one goroutine: the Go
 // scheduler may move a goroutine to another core between two calls, and
 // the other core's share of the same tick holds lower sequence values (the
-// shares split the sequence bits from the top down). Only the IDs that one
-// goroutine takes on one core without moving increase. Sorting by ID still
-// sorts by tick, as in the default mode.
+// shares split the sequence bits from the top down); and a core whose
+// share of the tick is used up takes from the other cores' shares. Sorting
+// by ID still sorts by tick, as in the default mode.
 //
 // It helps only layouts with sequence values to spare in a tick: each core
 // takes its share of a tick's sequence before it looks at the other cores'

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -22,12 +21,6 @@ import (
 // the scheduler's choice.
 
 const unorderedShards = 4
-
-func withProcs(t *testing.T, n int) {
-	t.Helper()
-	old := runtime.GOMAXPROCS(n)
-	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
-}
 
 // duplicateIDs is the uniqueness check: the IDs that occur more than once.
 func duplicateIDs(ids []int64) []int64 {
