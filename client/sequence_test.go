@@ -26,17 +26,11 @@ func checkUnique(t *testing.T, ids []int64) {
 	}
 }
 
-func TestSequence_ManyGoroutines_UniqueAndIncreasingPerGoroutine(t *testing.T) {
-	noLeak(t)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
-	f.set(func(f *fakeServer) { f.delay = 200 * time.Microsecond })
-	c := newClient(t, []string{f.URL()})
-	seq := c.Sequence("s", client.WithRangeSize(100, 100)) // many refills
-	ctx := ctxFor(t, 30*time.Second)
-
-	const goroutines, perG = 8, 3000
+// takeOnGoroutines runs goroutines that take perG IDs each from seq, the
+// odd ones mixing in NextN(5) every tenth call, and returns each one's IDs
+// in the order it got them.
+func takeOnGoroutines(t *testing.T, ctx context.Context, seq *client.Sequence, goroutines, perG int) [][]int64 {
+	t.Helper()
 	got := make([][]int64, goroutines)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -67,6 +61,20 @@ func TestSequence_ManyGoroutines_UniqueAndIncreasingPerGoroutine(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	return got
+}
+
+func TestSequence_ManyGoroutines_UniqueAndIncreasingPerGoroutine(t *testing.T) {
+	noLeak(t)
+	f := newFake()
+	defer f.Close()
+	f.addSequence("s", 1, api.DefaultMax)
+	f.set(func(f *fakeServer) { f.delay = 200 * time.Microsecond })
+	c := newClient(t, []string{f.URL()})
+	seq := c.Sequence("s", client.WithRangeSize(100, 100)) // many refills
+	ctx := ctxFor(t, 30*time.Second)
+
+	got := takeOnGoroutines(t, ctx, seq, 8, 3000)
 	var all []int64
 	for g, ids := range got {
 		for i := 1; i < len(ids); i++ {

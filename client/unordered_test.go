@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,37 +49,7 @@ func TestUnordered_ManyGoroutines_UniqueAndFromGrantedRanges(t *testing.T) {
 	}
 	ctx := ctxFor(t, 30*time.Second)
 
-	const goroutines, perG = 8, 5000
-	got := make([][]int64, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			ids := make([]int64, 0, perG+50)
-			for i := 0; i < perG; i++ {
-				if g%2 == 1 && i%10 == 0 { // some goroutines mix in NextN
-					rs, err := seq.NextN(ctx, 5)
-					if err != nil {
-						t.Errorf("NextN: %v", err)
-						return
-					}
-					for _, r := range rs {
-						for id := range r.All() {
-							ids = append(ids, id)
-						}
-					}
-					continue
-				}
-				id, err := seq.Next(ctx)
-				if err != nil {
-					t.Errorf("Next: %v", err)
-					return
-				}
-				ids = append(ids, id)
-			}
-			got[g] = ids
-		})
-	}
-	wg.Wait()
+	got := takeOnGoroutines(t, ctx, seq, 8, 5000)
 	var all []int64
 	for _, ids := range got {
 		all = append(all, ids...)
