@@ -200,7 +200,8 @@ func (g *Snowflake) takeOnShard(k int, dst []int64) (int, time.Duration, error) 
 
 // timelineLocked is the generator's timeline at the monotonic reading
 // mono: in unordered mode the latest of the shards' (each follows the wall
-// clock on its own), so that a lease's start is before none of them.
+// clock on its own), so that a lease's start is before none of the IDs
+// they issued.
 func (g *Snowflake) timelineLocked(mono int64) int64 {
 	if g.shards == nil {
 		return g.anchorW + (mono - g.anchorM)
@@ -209,7 +210,16 @@ func (g *Snowflake) timelineLocked(mono int64) int64 {
 	for i := range g.shards {
 		sh := &g.shards[i].g
 		sh.mu.Lock()
-		t = max(t, sh.anchorW+(mono-sh.anchorM))
+		// A shard's timeline counts only up to the end of the last tick it
+		// issued, and a shard that never issued not at all: an idle shard
+		// keeps the timeline it had before a backward step of the clock
+		// that the busy ones followed, and would hold every later lease's
+		// start that far ahead (refused as a clock behind the lease, for as
+		// long as the step). Every ID stays above its shard's own last one,
+		// and the lease's start is never before it was received.
+		if sh.lastTick >= 0 && sh.layout != nil {
+			t = max(t, min(sh.anchorW+(mono-sh.anchorM), sh.layout.epochNs+(sh.lastTick+1)*sh.layout.tickNs))
+		}
 		sh.mu.Unlock()
 	}
 	return t
