@@ -411,31 +411,8 @@ func TestSnowflake_Next_StrictlyIncreasingAndDecodesToItsLease(t *testing.T) {
 	}
 	start := time.Now().UnixMilli()
 	const goroutines, per = 4, 20_000
-	results := make([][]int64, goroutines)
 	var wg sync.WaitGroup
-	for i := range goroutines {
-		wg.Go(func() {
-			ids := make([]int64, 0, per)
-			for len(ids) < per {
-				if len(ids)%1000 == 0 {
-					batch, err := g.NextN(context.Background(), 100)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					ids = append(ids, batch...)
-					continue
-				}
-				id, err := g.Next(context.Background())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ids = append(ids, id)
-			}
-			results[i] = ids
-		})
-	}
+	results := goSnowflakeCallers(t, &wg, g, goroutines, per)
 	wg.Wait()
 	end := time.Now().UnixMilli()
 	var all []int64
@@ -1129,4 +1106,35 @@ func TestSnowflake_LeaseTraffic_Report(t *testing.T) {
 	perHour := float64(ren) / elapsed.Hours()
 	t.Logf("TTL %v: %d renewals in %v = %.0f per hour (3 × 3600 / TTL_s = %.0f); at the default TTL of 30 s: %d per hour, %.2f per second",
 		ttl, ren, elapsed.Round(time.Millisecond), perHour, 3*3600/ttl.Seconds(), 3*3600/30, 3.0/30)
+}
+
+// goSnowflakeCallers starts goroutines on wg that take per IDs each from g,
+// with a NextN(100) every thousand; once wg is done, results[i] holds the
+// IDs of goroutine i in the order it got them.
+func goSnowflakeCallers(t *testing.T, wg *sync.WaitGroup, g *client.Snowflake, goroutines, per int) (results [][]int64) {
+	results = make([][]int64, goroutines)
+	for i := range goroutines {
+		wg.Go(func() {
+			ids := make([]int64, 0, per)
+			for len(ids) < per {
+				if len(ids)%1000 == 0 {
+					batch, err := g.NextN(context.Background(), 100)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ids = append(ids, batch...)
+					continue
+				}
+				id, err := g.Next(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids = append(ids, id)
+			}
+			results[i] = ids
+		})
+	}
+	return results
 }

@@ -43,33 +43,10 @@ func duplicateIDs(ids []int64) []int64 {
 func unorderedWorkload(t *testing.T, g *client.Snowflake) (all []int64, fromShard map[int64]int) {
 	t.Helper()
 	const goroutines, per, rounds = 8, 10_000, 3_000
-	results := make([][]int64, goroutines)
 	shards := client.SnowflakeShards(g)
 	var turns []int64
 	var wg sync.WaitGroup
-	for i := range goroutines {
-		wg.Go(func() {
-			ids := make([]int64, 0, per)
-			for len(ids) < per {
-				if len(ids)%1000 == 0 {
-					batch, err := g.NextN(context.Background(), 100)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					ids = append(ids, batch...)
-					continue
-				}
-				id, err := g.Next(context.Background())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ids = append(ids, id)
-			}
-			results[i] = ids
-		})
-	}
+	results := goSnowflakeCallers(t, &wg, g, goroutines, per)
 	fromShard = map[int64]int{}
 	wg.Go(func() {
 		for range rounds {

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"runtime"
 	"slices"
@@ -132,7 +133,7 @@ func (s *Sequence) nextNOnShard(ctx context.Context, sh *shard, want int64) ([]R
 		out = append(out, r)
 		want -= r.Len()
 	}
-	slices.SortFunc(out, func(a, b Range) int { return cmpInt64(a.First, b.First) })
+	slices.SortFunc(out, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
 	merged := out[:1]
 	for _, r := range out[1:] {
 		if last := &merged[len(merged)-1]; last.Last+1 == r.First {
@@ -142,16 +143,6 @@ func (s *Sequence) nextNOnShard(ctx context.Context, sh *shard, want int64) ([]R
 		}
 	}
 	return merged, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // takeForShardLocked cuts up to want IDs for a caller whose shard sh was

@@ -26,7 +26,7 @@ func TestUnordered_Planted_ShareSubRange_Caught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := duplicates(ids)
+	d := len(duplicateIDs(ids))
 	if d == 0 {
 		t.Fatal("the planted bug went unnoticed: no ID twice")
 	}

@@ -81,19 +81,6 @@ func takeRoundRobin(ctx context.Context, seq *client.Sequence, n int) ([]int64, 
 	return ids, nil
 }
 
-// duplicates is how many IDs of ids occur more than once.
-func duplicates(ids []int64) int {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	d := 0
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			d++
-		}
-	}
-	return d
-}
-
 // The counterpart of TestUnordered_Planted_ShareSubRange_Caught (fault
 // build): the same procedure finds no ID twice.
 func TestUnordered_EveryShardInTurn_NoIDTwice(t *testing.T) {
@@ -108,7 +95,7 @@ func TestUnordered_EveryShardInTurn_NoIDTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := duplicates(ids); d != 0 {
+	if d := len(duplicateIDs(ids)); d != 0 {
 		t.Fatalf("%d IDs handed out twice", d)
 	}
 }
@@ -155,7 +142,7 @@ func TestUnordered_ShardRunsOut_TakesFromOtherShardsBeforeWaiting(t *testing.T) 
 	if !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("Next with the cache empty and the server down: %v; want ErrUnavailable", err)
 	}
-	if d := duplicates(ids); d != 0 {
+	if d := len(duplicateIDs(ids)); d != 0 {
 		t.Fatalf("%d IDs twice", d)
 	}
 	slices.Sort(ids)
