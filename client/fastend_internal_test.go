@@ -54,8 +54,24 @@ func TestSequence_FastEnd_TriggerTakerAlwaysStartsTheRefill(t *testing.T) {
 		const n = 200
 		trig := int64(trial % n)
 		b := s.publishForTest(1000, n, trig)
+		// The goroutines ask for exactly n IDs between them. A claim on
+		// the budget never takes it below zero: a subtract-then-give-back
+		// let two goroutines each see the other's passing debt, both stop,
+		// and leave IDs unasked for (seen in CI as "index 199 handed out 0
+		// times"; a Gosched between the two adds made it fail every run).
 		var budget atomic.Int64
 		budget.Store(n)
+		claim := func(want int64) int64 {
+			for {
+				left := budget.Load()
+				if left == 0 {
+					return 0
+				}
+				if got := min(want, left); budget.CompareAndSwap(left, left-got) {
+					return got
+				}
+			}
+		}
 		seen := make([]atomic.Int32, n)
 		var wg sync.WaitGroup
 		for g := 0; g < 6; g++ {
@@ -67,12 +83,8 @@ func TestSequence_FastEnd_TriggerTakerAlwaysStartsTheRefill(t *testing.T) {
 					if g%2 == 1 && k%3 == 0 {
 						want = int64(1 + (g*k)%7)
 					}
-					if budget.Add(-want) < 0 {
-						budget.Add(want)
-						if want == 1 {
-							return
-						}
-						continue
+					if want = claim(want); want == 0 {
+						return
 					}
 					if want == 1 {
 						id, err := s.Next(context.Background())
