@@ -44,8 +44,8 @@ func reportIDs(b *testing.B, perOp int) {
 	b.ReportMetric(float64(b.N)*float64(perOp)/b.Elapsed().Seconds(), "ids/s")
 }
 
-func BenchmarkSequence_Next(b *testing.B) {
-	seq := benchSequence(b)
+// benchSequenceNext takes IDs one by one on one goroutine.
+func benchSequenceNext(b *testing.B, seq *client.Sequence) {
 	ctx := context.Background()
 	var sink int64
 	for b.Loop() {
@@ -59,6 +59,8 @@ func BenchmarkSequence_Next(b *testing.B) {
 	_ = sink
 }
 
+func BenchmarkSequence_Next(b *testing.B) { benchSequenceNext(b, benchSequence(b)) }
+
 func BenchmarkSequence_NextParallel(b *testing.B) { benchSequenceParallel(b, benchSequence(b)) }
 
 // The unordered mode (client.Unordered): each core cuts from a sub-range
@@ -66,18 +68,7 @@ func BenchmarkSequence_NextParallel(b *testing.B) { benchSequenceParallel(b, ben
 // scaling issue 35 asks for (at least 1.6x on 2 cores).
 
 func BenchmarkSequenceUnordered_Next(b *testing.B) {
-	seq := benchSequence(b, client.Unordered())
-	ctx := context.Background()
-	var sink int64
-	for b.Loop() {
-		id, err := seq.Next(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink += id
-	}
-	reportIDs(b, 1)
-	_ = sink
+	benchSequenceNext(b, benchSequence(b, client.Unordered()))
 }
 
 func BenchmarkSequenceUnordered_NextParallel(b *testing.B) {

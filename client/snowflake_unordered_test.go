@@ -35,6 +35,27 @@ func duplicateIDs(ids []int64) []int64 {
 	return dup
 }
 
+// unorderedSnowflakeOn is the Snowflake unordered tests' setup: a shard per
+// P (unorderedShards), a lease stand-in serving namespace "users" with the
+// given lease TTL and recycle time (edit, when not nil, changes its layout),
+// and a generator of it with opts; with clk (nil: the real clock) both the
+// stand-in and the generator read that clock. The client and the stand-in
+// close when the test ends.
+func unorderedSnowflakeOn(t *testing.T, clk *fakeClock, ttl, recycle time.Duration, edit func(*api.Namespace), opts ...client.SnowflakeOption) (*leaseStandIn, *client.Snowflake) {
+	t.Helper()
+	withProcs(t, unorderedShards)
+	var now func() time.Time
+	if clk != nil {
+		now = clk.True
+		opts = append([]client.SnowflakeOption{client.WithClock(clk)}, opts...)
+	}
+	f := newLeaseStandIn(now)
+	t.Cleanup(f.Close)
+	f.addNamespace("users", ttl, recycle, edit)
+	c := newClient(t, []string{f.URL()})
+	return f, newSnowflake(t, c, "users", opts...)
+}
+
 // unorderedWorkload takes IDs from g as a busy server would: goroutines
 // calling Next and NextN, and one that takes an ID from every shard in
 // turn, so that all shards issue in the same ticks whatever the scheduler
@@ -79,12 +100,7 @@ func TestSnowflakeUnordered_ManyGoroutines_UniqueInTheirShares(t *testing.T) {
 	for name, edit := range map[string]func(*api.Namespace){"default": nil, "wide": wideLayout} {
 		t.Run(name, func(t *testing.T) {
 			noLeak(t)
-			withProcs(t, unorderedShards)
-			f := newLeaseStandIn(nil)
-			t.Cleanup(f.Close)
-			f.addNamespace("users", 30*time.Second, time.Minute, edit)
-			c := newClient(t, []string{f.URL()})
-			g := newSnowflake(t, c, "users", client.UnorderedSnowflake())
+			_, g := unorderedSnowflakeOn(t, nil, 30*time.Second, time.Minute, edit, client.UnorderedSnowflake())
 			l := waitLease(t, g, 5*time.Second)
 			if n := client.SnowflakeShards(g); n != unorderedShards {
 				t.Fatalf("%d shards with GOMAXPROCS %d", n, unorderedShards)
@@ -124,12 +140,7 @@ func TestSnowflakeUnordered_ManyGoroutines_UniqueInTheirShares(t *testing.T) {
 // handed out twice.
 func TestSnowflakeUnordered_TwoShardsShareAShare_CheckCatchesIt(t *testing.T) {
 	noLeak(t)
-	withProcs(t, unorderedShards)
-	f := newLeaseStandIn(nil)
-	t.Cleanup(f.Close)
-	f.addNamespace("users", 30*time.Second, time.Minute, wideLayout)
-	c := newClient(t, []string{f.URL()})
-	g := newSnowflake(t, c, "users", client.UnorderedSnowflake())
+	_, g := unorderedSnowflakeOn(t, nil, 30*time.Second, time.Minute, wideLayout, client.UnorderedSnowflake())
 	waitLease(t, g, 5*time.Second)
 	client.PlantSharedShare(g, 0, 1)
 	all, _ := unorderedWorkload(t, g)
@@ -148,13 +159,8 @@ func TestSnowflakeUnordered_TwoShardsShareAShare_CheckCatchesIt(t *testing.T) {
 // counted once; a renewal when the cluster is back resumes every shard.
 func TestSnowflakeUnordered_Unreachable_EveryShardStopsAtTheDeadline(t *testing.T) {
 	noLeak(t)
-	withProcs(t, unorderedShards)
 	clk := newFakeClock(false)
-	f := newLeaseStandIn(clk.True)
-	t.Cleanup(f.Close)
-	f.addNamespace("users", time.Second, 2*time.Second, nil)
-	c := newClient(t, []string{f.URL()})
-	g := newSnowflake(t, c, "users", client.WithClock(clk), client.WithLeaseWait(0), client.UnorderedSnowflake())
+	f, g := unorderedSnowflakeOn(t, clk, time.Second, 2*time.Second, nil, client.WithLeaseWait(0), client.UnorderedSnowflake())
 	l := waitLease(t, g, 5*time.Second)
 	f.set(func(f *leaseStandIn) { f.down = true })
 	var ids []int64
@@ -208,12 +214,7 @@ func TestSnowflakeUnordered_Unreachable_EveryShardStopsAtTheDeadline(t *testing.
 // refuses with ErrClosed, Next and Wait too, and the lease is released.
 func TestSnowflakeUnordered_Close_EveryShardErrClosed(t *testing.T) {
 	noLeak(t)
-	withProcs(t, unorderedShards)
-	f := newLeaseStandIn(nil)
-	t.Cleanup(f.Close)
-	f.addNamespace("users", time.Second, 2*time.Second, nil)
-	c := newClient(t, []string{f.URL()})
-	g := newSnowflake(t, c, "users", client.UnorderedSnowflake())
+	f, g := unorderedSnowflakeOn(t, nil, time.Second, 2*time.Second, nil, client.UnorderedSnowflake())
 	waitLease(t, g, 5*time.Second)
 	for k := range unorderedShards {
 		if _, err := client.NextOnShard(g, k); err != nil {
@@ -253,13 +254,8 @@ func TestSnowflakeUnordered_Close_EveryShardErrClosed(t *testing.T) {
 // must wait for the next tick.
 func TestSnowflakeUnordered_OneCallerGetsTheWholeTick(t *testing.T) {
 	noLeak(t)
-	withProcs(t, unorderedShards)
 	clk := newFakeClock(false)
-	f := newLeaseStandIn(clk.True)
-	t.Cleanup(f.Close)
-	f.addNamespace("users", time.Minute, 2*time.Minute, nil)
-	c := newClient(t, []string{f.URL()})
-	g := newSnowflake(t, c, "users", client.WithClock(clk), client.UnorderedSnowflake())
+	_, g := unorderedSnowflakeOn(t, clk, time.Minute, 2*time.Minute, nil, client.UnorderedSnowflake())
 	waitLease(t, g, 5*time.Second)
 	clk.Advance(time.Millisecond) // past the lease's start
 	ids, err := g.NextN(ctxFor(t, 5*time.Second), 4096)
@@ -292,13 +288,8 @@ func TestSnowflakeUnordered_OneCallerGetsTheWholeTick(t *testing.T) {
 // and every shard waited out small steps back and refused large ones.
 func TestSnowflakeUnordered_RandomClockSteps_NeverRepeat(t *testing.T) {
 	noLeak(t)
-	withProcs(t, unorderedShards)
 	clk := newFakeClock(true)
-	f := newLeaseStandIn(clk.True)
-	t.Cleanup(f.Close)
-	f.addNamespace("users", time.Minute, 2*time.Minute, nil)
-	c := newClient(t, []string{f.URL()})
-	g := newSnowflake(t, c, "users", client.WithClock(clk), client.WithMaxClockBackward(3*time.Millisecond), client.UnorderedSnowflake())
+	_, g := unorderedSnowflakeOn(t, clk, time.Minute, 2*time.Minute, nil, client.WithMaxClockBackward(3*time.Millisecond), client.UnorderedSnowflake())
 	waitLease(t, g, 5*time.Second)
 	rng := rand.New(rand.NewPCG(7, 11))
 	last := make([]int64, unorderedShards)

@@ -18,17 +18,12 @@ func TestSnowflakeUnordered_IdleShardTimeline_DoesNotHoldTheNextLeaseBack(t *tes
 	for _, unordered := range []bool{false, true} {
 		name := map[bool]string{false: "default", true: "unordered"}[unordered]
 		t.Run(name, func(t *testing.T) {
-			withProcs(t, unorderedShards)
 			clk := newFakeClock(false)
-			f := newLeaseStandIn(clk.True)
-			t.Cleanup(f.Close)
-			f.addNamespace("users", 3*time.Second, 6*time.Second, nil)
-			c := newClient(t, []string{f.URL()})
-			opts := []client.SnowflakeOption{client.WithClock(clk), client.WithLeaseWait(0)}
+			opts := []client.SnowflakeOption{client.WithLeaseWait(0)}
 			if unordered {
 				opts = append(opts, client.UnorderedSnowflake())
 			}
-			g := newSnowflake(t, c, "users", opts...)
+			f, g := unorderedSnowflakeOn(t, clk, 3*time.Second, 6*time.Second, nil, opts...)
 			l1 := waitLease(t, g, 5*time.Second)
 			next := func(when string) error {
 				t.Helper()

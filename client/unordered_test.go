@@ -25,6 +25,22 @@ func withProcs(t *testing.T, n int) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
 }
 
+// unorderedOnFake is the unordered tests' setup: GOMAXPROCS procs, a
+// stand-in serving sequence "s" of 1..max, and an unordered Sequence of it
+// that reserves ranges of size IDs; the client and the stand-in close when
+// the test ends, and noLeak checks that nothing is left running.
+func unorderedOnFake(t *testing.T, procs int, max, size int64, opts ...client.SequenceOption) (*fakeServer, *client.Client, *client.Sequence) {
+	t.Helper()
+	noLeak(t)
+	withProcs(t, procs)
+	f := newFake()
+	t.Cleanup(f.Close)
+	f.addSequence("s", 1, max)
+	c := newClient(t, []string{f.URL()})
+	opts = append([]client.SequenceOption{client.Unordered(), client.WithRangeSize(size, size)}, opts...)
+	return f, c, c.Sequence("s", opts...)
+}
+
 // granted is every ID the fake handed out: it serves one sequence from 1,
 // in order, so the ranges it answered are 1..sum(counts).
 func granted(f *fakeServer) int64 {
@@ -36,14 +52,8 @@ func granted(f *fakeServer) int64 {
 }
 
 func TestUnordered_ManyGoroutines_UniqueAndFromGrantedRanges(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 4)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
+	f, _, seq := unorderedOnFake(t, 4, api.DefaultMax, 1000) // many refills
 	f.set(func(f *fakeServer) { f.delay = 200 * time.Microsecond })
-	c := newClient(t, []string{f.URL()})
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(1000, 1000)) // many refills
 	if seq.Shards() != 4 {
 		t.Fatalf("%d shards with GOMAXPROCS 4; want 4", seq.Shards())
 	}
@@ -84,13 +94,7 @@ func takeRoundRobin(ctx context.Context, seq *client.Sequence, n int) ([]int64, 
 // The counterpart of TestUnordered_Planted_ShareSubRange_Caught (fault
 // build): the same procedure finds no ID twice.
 func TestUnordered_EveryShardInTurn_NoIDTwice(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 4)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
-	c := newClient(t, []string{f.URL()})
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(1000, 1000))
+	_, _, seq := unorderedOnFake(t, 4, api.DefaultMax, 1000)
 	ids, err := takeRoundRobin(ctxFor(t, 10*time.Second), seq, 20_000)
 	if err != nil {
 		t.Fatal(err)
@@ -104,14 +108,8 @@ func TestUnordered_EveryShardInTurn_NoIDTwice(t *testing.T) {
 // nothing takes from the other cores' sub-ranges before it waits: every
 // cached ID is served, with no wait, before the first ErrUnavailable.
 func TestUnordered_ShardRunsOut_TakesFromOtherShardsBeforeWaiting(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 2)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
-	c := newClient(t, []string{f.URL()})
 	const size = 100
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(size, size))
+	f, _, seq := unorderedOnFake(t, 2, api.DefaultMax, size)
 	ctx := ctxFor(t, 10*time.Second)
 
 	ids := make([]int64, 0, 2*size)
@@ -156,13 +154,7 @@ func TestUnordered_ShardRunsOut_TakesFromOtherShardsBeforeWaiting(t *testing.T) 
 }
 
 func TestUnordered_Exhausted_ServesEveryIDThenErrExhaustedForever(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 4)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, 2500)
-	c := newClient(t, []string{f.URL()})
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(1000, 1000))
+	_, _, seq := unorderedOnFake(t, 4, 2500, 1000)
 	ctx := ctxFor(t, 10*time.Second)
 
 	ids, err := takeRoundRobin(ctx, seq, 2500) // strands sub-ranges in every shard on the way
@@ -186,13 +178,7 @@ func TestUnordered_Exhausted_ServesEveryIDThenErrExhaustedForever(t *testing.T) 
 }
 
 func TestUnordered_NextN_SortedDisjointRightCount(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 4)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
-	c := newClient(t, []string{f.URL()})
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(100, 100))
+	_, _, seq := unorderedOnFake(t, 4, api.DefaultMax, 100)
 	ctx := ctxFor(t, 10*time.Second)
 
 	var all []int64
@@ -222,16 +208,7 @@ func TestUnordered_NextN_SortedDisjointRightCount(t *testing.T) {
 }
 
 func TestUnordered_Close_EveryCallErrClosed_CacheDropped(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 4)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
-	c, err := client.New([]string{f.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(1000, 1000))
+	_, c, seq := unorderedOnFake(t, 4, api.DefaultMax, 1000)
 	ctx := ctxFor(t, 10*time.Second)
 	if _, err := takeRoundRobin(ctx, seq, 100); err != nil {
 		t.Fatal(err)
@@ -253,14 +230,8 @@ func TestUnordered_Close_EveryCallErrClosed_CacheDropped(t *testing.T) {
 }
 
 func TestUnordered_Prefetch_RefillsBeforeTheCacheIsEmpty(t *testing.T) {
-	noLeak(t)
-	withProcs(t, 4)
-	f := newFake()
-	defer f.Close()
-	f.addSequence("s", 1, api.DefaultMax)
-	c := newClient(t, []string{f.URL()})
 	const size = 1000
-	seq := c.Sequence("s", client.Unordered(), client.WithRangeSize(size, size))
+	_, _, seq := unorderedOnFake(t, 4, api.DefaultMax, size)
 	ctx := ctxFor(t, 10*time.Second)
 	for round := 0; round < 5; round++ {
 		if err := waitFor(5*time.Second, func() bool {
