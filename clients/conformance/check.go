@@ -114,8 +114,15 @@ func (e *Event) Parse() {
 				e.Bad = "not a range: " + v
 				return
 			}
+			// Each size fits an int64 (1 <= first <= last), but a sum of
+			// them can wrap around to the count asked: compare before adding.
+			size := last - first + 1
+			if size > e.N-total {
+				e.Bad = fmt.Sprintf("more IDs than the %d asked", e.N)
+				return
+			}
 			e.IDs = append(e.IDs, Range{first, last})
-			total += last - first + 1
+			total += size
 		}
 		if e.Op == "reserve" && len(e.IDs) != 1 {
 			e.Bad = "reserve answers one range"
