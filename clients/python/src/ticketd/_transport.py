@@ -138,6 +138,18 @@ class Pool:
                 self._give_back(ep, conn, keep)
         raise AssertionError("unreachable")
 
+    def for_forked_child(self) -> "Pool":
+        """A forked child's pool: empty. The child's copies of the parent's
+        sockets are closed without a shutdown, which would end the parent's
+        connections too; the parent's own descriptors stay open, so its
+        connections, and any answer on its way, are untouched."""
+        for conn in [c for cs in self._idle.values() for c in cs] + list(self._busy):
+            sock = conn.sock
+            conn.sock = None
+            if sock is not None:
+                sock.close()
+        return Pool(self._ssl)
+
     def close(self) -> None:
         """Closes the idle connections and shuts down those in use, which makes
         the threads blocked on them fail at once."""

@@ -13,6 +13,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence as Seq, Tuple, Union
 
+from ._process import ForkAware, NotCopyable, reset_in_forked_child
 from ._transport import Answer, Endpoint, Pool
 from .errors import (
     Closed,
@@ -136,9 +137,11 @@ class _Background:
     """The client's background threads: started only while the client is
     open, each named "ticketd-…", all joined by close()."""
 
-    def __init__(self) -> None:
+    def __init__(self, closed: bool = False) -> None:
         self.lock = threading.Lock()
         self.closed = threading.Event()
+        if closed:
+            self.closed.set()
         self.threads: List[threading.Thread] = []
 
     def start(self, name: str, target: Callable[[], None]) -> bool:
@@ -152,7 +155,7 @@ class _Background:
             return True
 
 
-class Client:
+class Client(ForkAware, NotCopyable):
     """A client of a ticketd cluster. Thread-safe: make one per process and share it.
 
     endpoints: base URLs of some nodes ("http://10.0.0.1:8080"); default the
@@ -162,6 +165,11 @@ class Client:
     (seconds). call_timeout: a whole call, retries included (None or 0: no
     bound), also the longest a Sequence's next() waits for an empty cache.
     backoff: (min, max) seconds between rounds over the endpoints.
+
+    Across os.fork (multiprocessing, prefork servers) the child's copy starts
+    afresh: it drops the parent's cached IDs and connections and reserves its
+    own on first use; the parent goes on as before. A Client and its handles
+    cannot be copied or pickled.
     """
 
     def __init__(
@@ -221,6 +229,7 @@ class Client:
         self._bg = _Background()
         self._handles: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._close_lock = threading.Lock()
+        reset_in_forked_child(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -240,6 +249,17 @@ class Client:
                 break
             for t in alive:
                 t.join()
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child, before its code goes on (see _process.py): the
+        background threads, connections and handles' caches are the parent's,
+        so all are dropped, and the locks replaced (the thread that held one
+        at the fork is not in the child). Whether the client was closed stays."""
+        self._close_lock = threading.Lock()
+        self._bg = _Background(closed=self._bg.closed.is_set())
+        self._pool = self._pool.for_forked_child()
+        for h in list(self._handles):
+            h._after_fork_in_child()
 
     def __enter__(self) -> "Client":
         return self

@@ -38,6 +38,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
+from ._process import ForkAware, NotCopyable
 from .client import MAX_RESERVE_COUNT, Range, check_name
 from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable, fresh
 
@@ -114,12 +115,12 @@ class _Refill:
         self.last_error: Optional[BaseException] = None
 
 
-class Sequence:
+class Sequence(ForkAware, NotCopyable):
     """IDs of one sequence from a local cache; make it with Client.sequence().
 
     Thread-safe; share one per sequence and process. coverage: the outage (s)
     the cache should ride out at the observed rate; min_range/max_range bound
-    the ranges it reserves.
+    the ranges it reserves. A forked child's copy starts with an empty cache.
     """
 
     def __init__(self, client: "Client", name: str, *, coverage: float = DEFAULT_COVERAGE,
@@ -133,6 +134,17 @@ class Sequence:
                                   f"got {min_range!r}, {max_range!r}")
         self._client = client
         self._name = name
+        self._coverage, self._min_range, self._max_range = float(coverage), min_range, max_range
+        self._sticky: Optional[TicketdError] = None  # Exhausted or Closed, once seen
+        # The last of the newest range received. Kept across a fork: the
+        # child's ranges are reserved after it, so they must be above it.
+        self._highest = 0
+        self._start_afresh()
+        client._register(self)
+
+    def _start_afresh(self) -> None:
+        """An empty cache, no refill, fresh locks and counters: a new
+        Sequence, and a forked child's copy (_after_fork_in_child)."""
         # The current range: IDs _at.._end-1 are left; the taker of _trig
         # starts the refill (0: none; IDs are positive). Guarded by _hot,
         # which is held for nothing but cutting and installing.
@@ -144,16 +156,19 @@ class Sequence:
         self._mu = threading.Lock()
         self._nxt: Optional[Range] = None  # the range fetched ahead
         self._inflight: Optional[_Refill] = None
-        self._sticky: Optional[TicketdError] = None  # Exhausted or Closed, once seen
-        self._highest = 0  # last of the newest range received
         self._retired = 0  # IDs of the ranges used up
-        self._sizer = _Sizer(float(coverage), min_range, max_range)
+        self._sizer = _Sizer(self._coverage, self._min_range, self._max_range)
         self._ran_dry = False
         self._last_size = 0
         self._refills = 0
         self._waits = 0
         self._waits_while_cached = 0
-        client._register(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The parent hands out what was cached, and its refill in flight
+        # ends in the parent, not here (no thread runs it in the child).
+        # The rate too is the parent's, not this process's.
+        self._start_afresh()
 
     @property
     def name(self) -> str:

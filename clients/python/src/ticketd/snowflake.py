@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 from ._block import Block
+from ._process import ForkAware, NotCopyable
 from .client import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
 from .errors import (
     ClockBehind,
@@ -68,12 +69,13 @@ class _Fetch:
         self.last_error: Optional[BaseException] = None
 
 
-class SnowflakeRemote:
+class SnowflakeRemote(ForkAware, NotCopyable):
     """Server-made Snowflake IDs of one namespace; make it with Client.snowflake().
 
     batch: IDs asked of a node at once (1..10,000); low_water: fetch the next
     batch when fewer are left in the current one (default half the batch; 0:
-    only when empty). Thread-safe.
+    only when empty). Thread-safe. A forked child's copy starts with an empty
+    buffer.
     """
 
     def __init__(self, client: "Client", namespace: str, *, batch: int = DEFAULT_BATCH,
@@ -90,20 +92,35 @@ class SnowflakeRemote:
         self._path = f"/v1/namespaces/{path_segment(namespace)}/ids"
         self._batch = batch
         self._low = low_water
-        n = len(client._endpoints)
+        self._closed = threading.Event()
+        self._skip_until = [0.0] * len(client._endpoints)
+        # Per worker id, the highest ID received. Kept across a fork: what
+        # the child is served later must be above it too.
+        self._highest: Dict[int, int] = {}
+        self._start_afresh()
+        client._register(self)
+
+    def _start_afresh(self) -> None:
+        """An empty buffer, no fetch, fresh locks and counters: a new handle,
+        and a forked child's copy (_after_fork_in_child)."""
         self._cur = _Batch([])
         self._mu = threading.Lock()
         self._nxt: Optional[_Batch] = None
         self._inflight: Optional[_Fetch] = None
-        self._closed = threading.Event()
-        self._rr = random.randrange(n)  # spread many processes' first fetches
-        self._skip_until = [0.0] * n
-        self._highest: Dict[int, int] = {}  # per worker id: the highest ID received
+        self._rr = random.randrange(len(self._client._endpoints))  # spread many processes' first fetches
         self.fetches = 0
         self.failures = 0
         self.refused = 0
         self.waits = 0
-        client._register(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The parent hands out its buffered IDs, and its fetch in flight
+        # ends in the parent; the Event is replaced as a lock would be.
+        closed = self._closed.is_set()
+        self._closed = threading.Event()
+        if closed:
+            self._closed.set()
+        self._start_afresh()
 
     @property
     def namespace(self) -> str:

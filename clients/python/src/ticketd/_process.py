@@ -1,0 +1,80 @@
+"""What a copy of the process, or of a handle, must not keep.
+
+A fork copies the parent's memory: a Client made before it (a prefork
+server's import-time client, a warm-up, multiprocessing's fork context)
+arrives in the child with the parent's cached ranges, prefetched Snowflake
+IDs, pooled keep-alive sockets and the mark of a refill whose thread the
+child does not have. Kept, the child would hand out the parent's IDs a
+second time, interleave requests with it on one socket, and wait the whole
+call timeout for a refill that never ends. So every live Client is reset in
+the child by the interpreter's own fork hook (os.register_at_fork, which
+os.fork, multiprocessing and the prefork servers' Python forks run), before
+the child's code goes on; the parent goes on as before.
+
+A fork that bypasses the interpreter (a C library calling fork() itself
+without PyOS_AfterFork_Child) runs no hook: such a child must make its own
+Client. Checking the pid on every next() instead would cost a system call
+per ID (glibc no longer caches getpid), more than the rest of next().
+
+A copy of a handle (copy.copy, deepcopy, pickle: multiprocessing's spawn
+context pickles arguments) would be a second cache of the same ranges, so
+Client and the handles refuse to be copied (NotCopyable).
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any, NoReturn
+
+
+class ForkAware:
+    """An object reset in a forked child by _after_fork_in_child()."""
+
+    __slots__ = ()
+
+    def _after_fork_in_child(self) -> None:
+        raise NotImplementedError
+
+
+_live: "weakref.WeakSet[ForkAware]" = weakref.WeakSet()
+
+
+def reset_in_forked_child(obj: ForkAware) -> None:
+    """obj._after_fork_in_child() will run in the child of every fork while obj lives."""
+    _live.add(obj)
+
+
+def _after_fork_in_child() -> None:
+    # Only the thread that forked runs in the child, so nothing here takes a
+    # lock of the parent's: another thread may have held it at the fork, and
+    # would never release it. The objects replace their locks instead.
+    for obj in list(_live):
+        obj._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):  # every POSIX Python 3.7+; Windows has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class NotCopyable:
+    """Refuses copy.copy, copy.deepcopy and pickling, saying why."""
+
+    __slots__ = ()
+
+    def _refuse(self) -> NoReturn:
+        raise TypeError(f"a ticketd {type(self).__name__} cannot be copied or pickled: the copy would hand out "
+                        f"IDs the original has cached. Make one Client per process (a forked child's copy "
+                        f"is reset by the library itself)")
+
+    def __copy__(self) -> NoReturn:
+        self._refuse()
+
+    def __deepcopy__(self, memo: Any) -> NoReturn:
+        self._refuse()
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        self._refuse()
+
+    def __reduce__(self) -> NoReturn:
+        self._refuse()
