@@ -10,7 +10,7 @@
 # run them when a driver, the harness or its checks change.
 # Builds ticketd and the harness once, builds each language's driver, runs
 # the harness against it (it must be VALID), again in each further mode its
-# library has (Go: --unordered), then each of the language's planted bugs
+# library has (Go: --unordered; Python: --fork), then each of the language's planted bugs
 # with --expect-fail (each must be caught). The Go SDK's planted bug of the
 # unordered mode needs a fault build of the driver and is run by hand
 # (clients/conformance/README.md), to keep CI's time. Runs serially: each
@@ -31,17 +31,20 @@ if (( ${#langs[@]} == 0 )); then
   langs=(go python java)
 fi
 
-# Each language: its driver (after its build) and its planted bugs.
+# Each language: its driver (after its build) and its planted bugs, each
+# NAME or NAME:FLAG when the harness needs a flag of its own to reach it.
 declare -A plants=(
   [go]=""
-  [python]="prefetch-stops-after-error"
+  [python]="prefetch-stops-after-error caches-kept-across-fork:--fork"
   [java]="range-twice-after-retry"
 )
-# Each language: the further modes its sequence handles run in (harness
-# flags; PROTOCOL.md's open modes), each a run of its own.
+# Each language: the further runs it gets, each a harness flag (a run of its
+# own): --unordered, the Go SDK's unordered mode (PROTOCOL.md's open modes);
+# --fork, forked children beside the load, for a language whose programs
+# fork (PROTOCOL.md's fork; Go and Java answer it unsupported).
 declare -A modes=(
   [go]="--unordered"
-  [python]=""
+  [python]="--fork"
   [java]=""
 )
 for l in "${langs[@]}"; do
@@ -115,7 +118,9 @@ for l in "${langs[@]}"; do
   done
   if (( planted )); then
     for p in ${plants[$l]}; do
-      run "$l plant $p caught" --name "$l" --driver "$d" --plant "$p" --expect-fail
+      flags=()
+      [[ $p == *:* ]] && flags=("${p#*:}")
+      run "$l plant ${p%%:*} caught" --name "$l" --driver "$d" --plant "${p%%:*}" "${flags[@]}" --expect-fail
     done
   fi
 done

@@ -17,7 +17,7 @@ func ev(lane, line, answer string, sent, took int) Event {
 	switch e.Op {
 	case "next", "snext":
 		e.Handle = f[1]
-	case "nextn", "snextn":
+	case "nextn", "snextn", "fork":
 		e.Handle = f[1]
 		e.N = atoi(f[2])
 	case "reserve":
@@ -25,7 +25,7 @@ func ev(lane, line, answer string, sent, took int) Event {
 		e.N = atoi(f[2])
 	}
 	if e.Handle != "" {
-		if strings.HasPrefix(e.Op, "s") {
+		if strings.HasPrefix(e.Op, "s") || e.Op == "fork" && strings.HasPrefix(e.Handle, "s") {
 			e.Target = "ns:conf"
 		} else {
 			e.Target = "seq:conf"
@@ -165,24 +165,77 @@ func TestCheck_UnorderedHandle_OrderAcrossAnswersNotRequired_RestStillChecked(t 
 			r := good()
 			r.Unordered = c.unordered
 			c.breakIt(&r)
-			fs := Check(r)
-			if c.check == "" {
-				if len(fs) != 0 {
-					t.Fatalf("want no failure, got %v", fs)
-				}
-				return
-			}
-			if len(fs) == 0 {
-				t.Fatalf("no failure reported")
-			}
-			for _, f := range fs {
-				if f.Check != c.check {
-					t.Errorf("unexpected failure %v", f)
-				}
-				if f.At.IsZero() {
-					t.Errorf("%v: no time at which it was seen", f)
-				}
-			}
+			wantOnly(t, Check(r), c.check)
 		})
+	}
+}
+
+// A fork's child (PROTOCOL.md's fork) takes IDs from its copy of a handle:
+// they must be unique against every answer of the parent and of other
+// children, a sequence handle's increase within the answer, and nothing
+// orders them against the parent's answers (another cache, another process).
+func TestCheck_Fork_ChildsIDsUniqueAgainstTheParents_NotOrderedWithThem(t *testing.T) {
+	cases := []struct {
+		name    string
+		breakIt func(r *Run)
+		check   string // "" for a valid run
+	}{
+		{"a child's range above, a later parent answer below it", func(r *Run) {
+			r.Events = append(r.Events,
+				ev("10", "fork h1 3", "ok 9001 9002 9003", 20_000, 5),
+				ev("1", "next h1", "ok 1004", 20_010, 1))
+		}, ""},
+		{"a Snowflake child's IDs from two batches", func(r *Run) {
+			r.Events = append(r.Events, ev("10", "fork s1 3", "ok 70 80 50", 20_000, 5))
+		}, ""},
+		{"a child hands out the parent's cached ID", func(r *Run) {
+			r.Events = append(r.Events,
+				ev("10", "fork h1 2", "ok 1004 1005", 20_000, 5),
+				ev("1", "next h1", "ok 1004", 20_010, 1))
+		}, "ID twice"},
+		{"two children share IDs", func(r *Run) {
+			r.Events = append(r.Events,
+				ev("10", "fork h1 2", "ok 9001 9002", 20_000, 5),
+				ev("10", "fork h1 2", "ok 9002 9003", 20_100, 5))
+		}, "ID twice"},
+		{"a Snowflake child repeats the parent's ID", func(r *Run) {
+			r.Events = append(r.Events, ev("10", "fork s1 2", "ok 40 41", 20_000, 5))
+		}, "ID twice"},
+		{"a sequence child's IDs do not increase", func(r *Run) {
+			r.Events = append(r.Events, ev("10", "fork h1 2", "ok 9002 9001", 20_000, 5))
+		}, "order"},
+		{"a child answers the wrong count", func(r *Run) {
+			r.Events = append(r.Events, ev("10", "fork h1 3", "ok 9001 9002", 20_000, 5))
+		}, "malformed answer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := good()
+			c.breakIt(&r)
+			wantOnly(t, Check(r), c.check)
+		})
+	}
+}
+
+// wantOnly: no failure when check is "", else at least one, each of check
+// and each with the time the history first showed it, where the check has one.
+func wantOnly(t *testing.T, fs []Failure, check string) {
+	t.Helper()
+	if check == "" {
+		if len(fs) != 0 {
+			t.Fatalf("want no failure, got %v", fs)
+		}
+		return
+	}
+	if len(fs) == 0 {
+		t.Fatalf("no failure reported")
+	}
+	for _, f := range fs {
+		if f.Check != check {
+			t.Errorf("unexpected failure %v", f)
+		}
+		if f.At.IsZero() && (check == "ID twice" || check == "order") {
+			t.Errorf("%v: no time at which it was seen", f)
+		}
 	}
 }

@@ -51,6 +51,7 @@ type config struct {
 	ready      time.Duration
 	keep       bool
 	unordered  bool
+	fork       bool
 }
 
 func main() {
@@ -66,6 +67,7 @@ func main() {
 	flag.DurationVar(&cfg.ready, "ready-timeout", 60*time.Second, "how long the driver may take to say ready")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the run's directory (data, logs, driver's stderr)")
 	flag.BoolVar(&cfg.unordered, "unordered", false, "open the sequence handles h1 and h2 in unordered mode (PROTOCOL.md): IDs unique, not ordered across answers")
+	flag.BoolVar(&cfg.fork, "fork", false, "add lane 10: the driver forks its process and the child takes IDs from its copy of h1 or s1 (PROTOCOL.md's fork), for languages that fork")
 	flag.Parse()
 	cfg.driverArgs = flag.Args()
 	if cfg.driver == "" {
@@ -109,7 +111,8 @@ func (h *harness) note(format string, args ...any) {
 type cmd struct {
 	op, handle, target string
 	n                  int64
-	text               string // after the lane
+	text               string        // after the lane
+	pause              time.Duration // after the answer; 0: the lanes' default
 }
 
 // do sends one command and records it.
@@ -132,44 +135,61 @@ func (h *harness) full() bool {
 	return len(h.events) >= maxEvents
 }
 
-// lanes are the load: each gives the i-th command of its lane.
-func lanes() map[string]func(i int) cmd {
+// forkPause is lane 10's pause between forks: a fork copies the driver's
+// process and its child reserves its own range, far more than a next.
+const forkPause = 100 * time.Millisecond
+
+// lanes are the load: each gives the i-th command of its lane. With fork,
+// lane 10 forks the driver, whose child takes IDs from its copy of h1 or s1.
+func lanes(fork bool) map[string]func(i int) cmd {
 	seq, ns := "seq:"+seqName, "ns:"+nsName
 	next := func(hd string) func(int) cmd {
-		return func(int) cmd { return cmd{"next", hd, seq, 1, "next " + hd} }
+		return func(int) cmd { return cmd{"next", hd, seq, 1, "next " + hd, 0} }
 	}
-	return map[string]func(int) cmd{
+	all := map[string]func(int) cmd{
 		// Four lanes share h1: the handle must be safe under many threads.
 		"1": next("h1"), "2": next("h1"), "3": next("h1"), "4": next("h1"),
 		// A hungry nextn lane on h1 too: 50,000 IDs a call drive the
 		// cache's rate up until each range lasts about a second, so a
 		// refill is in flight during every fault and must survive it.
-		"5": func(int) cmd { return cmd{"nextn", "h1", seq, 50_000, "nextn h1 50000"} },
+		"5": func(int) cmd { return cmd{"nextn", "h1", seq, 50_000, "nextn h1 50000", 0} },
 		// A second handle of the same sequence: never overlaps h1.
 		"6": func(i int) cmd {
 			if i%4 == 3 {
 				n := int64(1 + i%100)
-				return cmd{"nextn", "h2", seq, n, fmt.Sprintf("nextn h2 %d", n)}
+				return cmd{"nextn", "h2", seq, n, fmt.Sprintf("nextn h2 %d", n), 0}
 			}
-			return cmd{"next", "h2", seq, 1, "next h2"}
+			return cmd{"next", "h2", seq, 1, "next h2", 0}
 		},
 		// Uncached reservations of the same sequence.
 		"7": func(i int) cmd {
 			n := int64(1 + i%100)
-			return cmd{"reserve", "", seq, n, fmt.Sprintf("reserve %s %d", seqName, n)}
+			return cmd{"reserve", "", seq, n, fmt.Sprintf("reserve %s %d", seqName, n), 0}
 		},
 		// Two lanes share the Snowflake handle s1.
 		"8": func(i int) cmd {
 			if i%2 == 1 {
-				return cmd{"snextn", "s1", ns, 10, "snextn s1 10"}
+				return cmd{"snextn", "s1", ns, 10, "snextn s1 10", 0}
 			}
-			return cmd{"snext", "s1", ns, 1, "snext s1"}
+			return cmd{"snext", "s1", ns, 1, "snext s1", 0}
 		},
 		"9": func(i int) cmd {
 			n := int64(1 + i%50)
-			return cmd{"snextn", "s1", ns, n, fmt.Sprintf("snextn s1 %d", n)}
+			return cmd{"snextn", "s1", ns, n, fmt.Sprintf("snextn s1 %d", n), 0}
 		},
 	}
+	if fork {
+		// While lanes 1-9 use h1 and s1 in the parent: its cached ranges,
+		// prefetched IDs, connections and refills in flight are all in the
+		// child's copy, which must hand out none of them.
+		all["10"] = func(i int) cmd {
+			if i%2 == 0 {
+				return cmd{"fork", "h1", seq, 100, "fork h1 100", forkPause}
+			}
+			return cmd{"fork", "s1", ns, 20, "fork s1 20", forkPause}
+		}
+	}
+	return all
 }
 
 // runLane sends the lane's commands one after another until stop.
@@ -180,13 +200,17 @@ func (h *harness) runLane(lane string, gen func(int) cmd, stop <-chan struct{}) 
 			return
 		default:
 		}
-		e := h.do(lane, gen(i))
+		c := gen(i)
+		e := h.do(lane, c)
 		if e.Recv.IsZero() {
 			return // no answer: a late one would be read as the next command's
 		}
 		// A short pause keeps 9 lanes from saturating two cores; a longer
 		// one after an error keeps a failing lane from spinning.
 		pause := 2 * time.Millisecond
+		if c.pause > 0 {
+			pause = c.pause
+		}
 		if !e.OK {
 			pause = 50 * time.Millisecond
 		}
@@ -452,7 +476,7 @@ func run(cfg config) int {
 		{"8", "snowflake s1 " + nsName, "s1", ns},
 	} {
 		op, _, _ := strings.Cut(o.text, " ")
-		e := h.do(o.lane, cmd{op, o.handle, o.target, 0, o.text})
+		e := h.do(o.lane, cmd{op, o.handle, o.target, 0, o.text, 0})
 		if e.Kind == "unsupported" {
 			// The library has no such mode: nothing to judge, not a bug.
 			return h.setupFailure(fmt.Errorf("the driver does not support %q: %s", o.text, show(e)))
@@ -462,17 +486,30 @@ func run(cfg config) int {
 		}
 	}
 
+	if cfg.fork {
+		// One fork before the load: a library that cannot fork says so
+		// here, and the run ends without a verdict, as for a mode.
+		e := h.do("10", cmd{"fork", "h1", seq, 1, "fork h1 1", 0})
+		if e.Kind == "unsupported" {
+			return h.setupFailure(fmt.Errorf("the driver does not support fork: %s", show(e)))
+		}
+		if !e.OK {
+			return h.report(Run{}, "fork h1 1 failed: "+show(e))
+		}
+	}
+
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	h.loadStart = time.Now()
-	for lane, gen := range lanes() {
+	ls := lanes(cfg.fork)
+	for lane, gen := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			h.runLane(lane, gen, stop)
 		}()
 	}
-	h.note("load: 9 lanes")
+	h.note("load: %d lanes", len(ls))
 	h.sleep(3 * time.Second)
 	var recovered time.Time // stays zero if the run never got there
 	if err := h.nemesis(); errors.Is(err, errDriverGone) {
@@ -492,7 +529,7 @@ func run(cfg config) int {
 	wg.Wait()
 	h.note("load stopped")
 
-	e := h.do("0", cmd{"close", "", "", 0, "close"})
+	e := h.do("0", cmd{"close", "", "", 0, "close", 0})
 	closeAns := ""
 	if e.OK && e.Bad == "" {
 		closeAns = strings.TrimPrefix(e.Answer, "0 ok ")
@@ -611,10 +648,14 @@ func (h *harness) report(r Run, early string) int {
 
 // mode names the sequence handles' mode for the report.
 func (h *harness) mode() string {
+	m := "mode ordered"
 	if h.cfg.unordered {
-		return "mode unordered (h1, h2 opened unordered)"
+		m = "mode unordered (h1, h2 opened unordered)"
 	}
-	return "mode ordered"
+	if h.cfg.fork {
+		m += ", forking (lane 10)"
+	}
+	return m
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -178,8 +178,9 @@ func (d *driver) lane(name string, cmds <-chan []string) {
 
 var errBadCommand = errors.New("bad command")
 
-// errUnsupported: a mode of open that the SDK does not have (PROTOCOL.md's
-// "unsupported"); the harness takes it as "nothing to judge", not a bug.
+// errUnsupported: a mode of open that the SDK does not have, or fork, which
+// a Go program cannot do (PROTOCOL.md's "unsupported"); the harness takes it
+// as "nothing to judge", not a bug.
 var errUnsupported = errors.New("unsupported")
 
 func (d *driver) do(op string, args []string) (string, error) {
@@ -255,6 +256,10 @@ func (d *driver) do(op string, args []string) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("%d-%d", r.First, r.Last), nil
+	case "fork":
+		// The Go runtime cannot fork a running process (only fork and
+		// exec), so no Go program shares a Client with a forked copy.
+		return "", fmt.Errorf("%w: fork (a Go program cannot fork; it only starts new processes)", errUnsupported)
 	case "snowflake":
 		if err := need(2); err != nil {
 			return "", err

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional
 
-from ticketd import Range, TicketdError, Unavailable
+from ticketd import Client, Range, TicketdError, Unavailable
 from ticketd.sequence import Sequence, _Refill
 
 
@@ -48,8 +48,16 @@ def _prefetch_stops_after_error() -> None:
     Sequence._run_refill = run_refill  # type: ignore[assignment]
 
 
+def _caches_kept_across_fork() -> None:
+    """A forked child keeps its copy of the client as the parent left it:
+    cached ranges, prefetched Snowflake IDs, pooled connections, refills in
+    flight (the library before issue 45)."""
+    Client._after_fork_in_child = lambda self: None  # type: ignore[method-assign]
+
+
 PLANTS: Dict[str, Callable[[], None]] = {
     "prefetch-stops-after-error": _prefetch_stops_after_error,
+    "caches-kept-across-fork": _caches_kept_across_fork,
 }
 
 

@@ -60,3 +60,35 @@ def test_driver_unavailable_is_typed_and_bounded(cluster: Cluster) -> None:
     assert out[2].startswith("1 err unavailable ")
     assert out[3] == "0 ok threads=0"
     assert time.monotonic() - t < 5
+
+
+def fork_answers(cluster: Cluster, plant: str) -> tuple:
+    """The parent's IDs before and after a fork, and the forked child's (PROTOCOL.md's fork)."""
+    cluster.node()
+    cluster.sequences["s"] = {"start": 1, "max": 2**63 - 1, "next": 1}
+    cluster.namespaces["ns"] = 7000
+    out = run_driver(cluster, "1 open h s\n1 next h\n1 fork h 5\n1 nextn h 5\n"
+                              "2 snowflake f ns\n2 snext f\n2 fork f 5\n2 snextn f 5\n", plant)
+    by_lane: dict = {}
+    for line in out[1:-1]:
+        lane, rest = line.split(" ", 1)
+        by_lane.setdefault(lane, []).append(rest)
+    seq, flake = by_lane["1"], by_lane["2"]
+    assert all(a.startswith("ok") for a in seq + flake), (seq, flake)
+    first, last = (int(x) for x in seq[3].split()[1].split("-"))
+    parent = [int(seq[1].split()[1])] + list(range(first, last + 1))
+    child = [int(x) for x in seq[2].split()[1:]]
+    parent_f = [int(flake[1].split()[1])] + [int(x) for x in flake[3].split()[1:]]
+    child_f = [int(x) for x in flake[2].split()[1:]]
+    return parent, child, parent_f, child_f
+
+
+def test_driver_fork_childs_ids_are_its_own(cluster: Cluster) -> None:
+    parent, child, parent_f, child_f = fork_answers(cluster, "")
+    assert len(child) == len(child_f) == 5
+    assert not set(parent) & set(child) and not set(parent_f) & set(child_f)
+
+
+def test_driver_fork_planted_caches_kept_hand_out_the_parents_ids(cluster: Cluster) -> None:
+    parent, child, parent_f, child_f = fork_answers(cluster, "caches-kept-across-fork")
+    assert set(parent) & set(child) and set(parent_f) & set(child_f)

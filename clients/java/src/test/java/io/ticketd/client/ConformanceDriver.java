@@ -151,6 +151,9 @@ public final class ConformanceDriver {
                     for (long id : flake(f[2]).nextN(parseInt(f[3]))) b.append(' ').append(id);
                     return b.toString();
                 }
+                case "fork":
+                    // The JVM has no fork: a Java program starts new processes, which share nothing.
+                    return "err unsupported fork: the JVM cannot fork a running process";
                 case "close":
                     client.close();
                     return "ok threads=" + threadsLeft();
