@@ -8,8 +8,10 @@
 #
 #   Python: clients/python/tests with Debian's python3-pytest under Debian's
 #           /usr/bin/python3 (python3 on PATH may be another), against the
-#           tests' in-process stand-in node, then the one test against a real
-#           ticketd process built from this tree.
+#           tests' in-process stand-in node, and the tests against a real
+#           ticketd process built from this tree (forks, and a real uWSGI
+#           from Debian's uwsgi-core, uwsgi-plugin-python3 and
+#           python3-uwsgidecorators).
 #   Java:   clients/java/build.sh test: Maven with Debian's repository
 #           (clients/java/settings.xml) running the JUnit 5 tests.
 #
@@ -35,6 +37,9 @@ for l in "${langs[@]}"; do
 	python)
 		PY=/usr/bin/python3
 		[[ -x $PY ]] && (cd / && "$PY" -I -c 'import pytest') 2>/dev/null || install python3 python3-pytest
+		# tests/test_uwsgi.py: a real uWSGI's prefork workers (issue 45).
+		[[ -e /usr/lib/uwsgi/plugins/python3_plugin.so && -e /usr/lib/python3/dist-packages/uwsgidecorators.py ]] ||
+			install uwsgi-core uwsgi-plugin-python3 python3-uwsgidecorators
 		tmp=$(mktemp -d)
 		go build -o "$tmp/ticketd" ./cmd/ticketd
 		echo "== clients-test: Python (pytest $("$PY" -I -m pytest --version 2>&1 | awk '{print $2}'), $("$PY" --version))"

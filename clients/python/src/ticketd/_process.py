@@ -11,10 +11,16 @@ the child by the interpreter's own fork hook (os.register_at_fork, which
 os.fork, multiprocessing and the prefork servers' Python forks run), before
 the child's code goes on; the parent goes on as before.
 
-A fork that bypasses the interpreter (a C library calling fork() itself
-without PyOS_AfterFork_Child) runs no hook: such a child must make its own
-Client. Checking the pid on every next() instead would cost a system call
-per ID (glibc no longer caches getpid), more than the rest of next().
+uWSGI forks its workers in C and runs those hooks only when started with
+--py-call-osafterfork; it always calls its own uwsgi.post_fork_hook, so
+inside uWSGI the reset is registered there too (through uwsgidecorators'
+postfork chain when that module is installed, so that the application's own
+postfork functions still run). Both running is harmless: the second reset
+finds nothing to drop. Any other fork that bypasses the interpreter (a C
+library calling fork() itself without PyOS_AfterFork_Child) runs no hook:
+such a child must make its own Client. Checking the pid on every next()
+instead would cost a system call per ID (glibc no longer caches getpid),
+more than the rest of next().
 
 A copy of a handle (copy.copy, deepcopy, pickle: multiprocessing's spawn
 context pickles arguments) would be a second cache of the same ranges, so
@@ -55,6 +61,32 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):  # every POSIX Python 3.7+; Windows has no fork
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _register_with_uwsgi() -> None:
+    try:
+        import uwsgi  # type: ignore[import]  # exists only inside a uWSGI process
+    except ImportError:
+        return
+    try:
+        from uwsgidecorators import postfork  # type: ignore[import]
+    except ImportError:
+        # No decorators module (Debian's uwsgi-plugin-python3 alone): chain
+        # the hook by hand. Nothing else can replace it then, since what
+        # would (uwsgidecorators) cannot be imported either.
+        previous = getattr(uwsgi, "post_fork_hook", None)
+
+        def hook() -> None:
+            _after_fork_in_child()
+            if previous is not None:
+                previous()
+
+        uwsgi.post_fork_hook = hook
+        return
+    postfork(_after_fork_in_child)
+
+
+_register_with_uwsgi()
 
 
 class NotCopyable:
