@@ -120,7 +120,11 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 		}
 	}
 	if !found {
-		if _, ok := n.fsm.Member(id); !ok {
+		_, isMember := n.fsm.Member(id)
+		// A standby's record without a server: a join that failed after
+		// recording it, whose taking back failed too. Removing clears it.
+		sb, isStandby := n.fsm.StandbyInfo()
+		if !isMember && (!isStandby || sb.ID != id) {
 			return fmt.Errorf("%w: %q", ErrMemberNotFound, id)
 		}
 	}

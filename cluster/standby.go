@@ -370,10 +370,13 @@ func (n *Node) checkStandby(prevLast *uint64) error {
 }
 
 // JoinStandby adds a disaster-recovery standby: a non-voting member that
-// receives the log and that the leader keeps within its bound. The standby
-// is recorded first (catching up, so nothing waits for it yet), then added
-// to Raft's configuration; both steps are idempotent, so a join that failed
-// half-way is retried whole.
+// receives the log and that the leader keeps within its bound. Its Raft
+// address is probed first; then it is recorded (catching up, so nothing
+// waits for it yet) and added to Raft's configuration. A record whose add
+// failed is taken back: left, it would refuse every other standby and make
+// every new leader wait for one that never answers (issue 42). Both steps
+// are idempotent, so a join that failed half-way is retried whole, and
+// Remove clears a record that has no member, should the taking back fail.
 func (n *Node) JoinStandby(ctx context.Context, id, raftAddr, httpAddr string, bound, timeoutMs int64) error {
 	if _, ok := n.Leadership(); !ok {
 		return ErrNotLeader
@@ -401,6 +404,12 @@ func (n *Node) JoinStandby(ctx context.Context, id, raftAddr, httpAddr string, b
 	if sb, ok := n.fsm.StandbyInfo(); ok && sb.ID != id {
 		return fmt.Errorf("%w: %q is the standby already; remove it first (one standby per cluster)", ErrMemberConflict, sb.ID)
 	}
+	if !present {
+		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
+			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
+		}
+	}
+	_, hadRecord := n.fsm.StandbyInfo()
 	if _, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyAdd, ID: id, Bound: bound, TimeoutMs: timeoutMs, Stamp: n.Stamp()})); err != nil {
 		if errors.Is(err, fsm.ErrStandbyConflict) {
 			return fmt.Errorf("%w: %v", ErrMemberConflict, err)
@@ -408,15 +417,36 @@ func (n *Node) JoinStandby(ctx context.Context, id, raftAddr, httpAddr string, b
 		return err
 	}
 	if !present {
-		if _, err := n.probeClient.probe(raftAddr, time.Now().Add(n.cfg.ProbeTimeout)); err != nil {
-			return fmt.Errorf("%w: raft address %s: %v", ErrMemberUnreachable, raftAddr, err)
-		}
 		if err := n.addServer(ctx, id, raftAddr, false); err != nil {
+			if !hadRecord {
+				err = n.takeBackStandbyRecord(ctx, id, err)
+			}
 			return err
 		}
 		n.log.Info("added standby", "id", id, "raft_addr", raftAddr, "bound", bound, "timeout_ms", timeoutMs)
 	}
 	return n.recordMetadata(ctx, id, raftAddr, httpAddr)
+}
+
+// takeBackStandbyRecord removes the record of a standby whose add to the
+// configuration failed with addErr, unless the add took effect after all
+// (an unknown outcome: the server is in the configuration now). It returns
+// addErr, with what to do should the record stay.
+func (n *Node) takeBackStandbyRecord(ctx context.Context, id string, addErr error) error {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return fmt.Errorf("%w (the standby's record may remain: ticketd remove %s clears it)", addErr, id)
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			return addErr // added after all: the record is the member's
+		}
+	}
+	if _, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyRemove, ID: id, Stamp: n.Stamp()})); err != nil && !errors.Is(err, fsm.ErrNoStandby) {
+		return fmt.Errorf("%w (its record could not be taken back: %v; ticketd remove %s clears it)", addErr, err, id)
+	}
+	n.log.Warn("standby join failed; its record was taken back", "id", id, "err", addErr)
+	return addErr
 }
 
 // standbyStatus is the recorded standby with, on the leader, what it sees.
@@ -459,6 +489,13 @@ func (n *Node) StandbyStatus() *domain.StandbyStatus { return n.standbyStatus() 
 // it an old leader of a higher term would make this node its follower
 // (hashicorp/raft checks terms, not cluster identities) and overwrite the
 // promoted state. Nothing is refused on a node that was never promoted.
+//
+// Refused: every server whose id is not in this node's own configuration
+// (a member the old primary took in after its log reached the standby is in
+// none of the records this node holds, so only the configuration can tell;
+// issue 42), and an id of the old configuration at any address but the one
+// the new cluster gave it. A member of the new cluster is accepted at any
+// spelling of its address.
 func (n *Node) refuseOldCluster(rpc raft.RPC) error {
 	// Nothing reaches Raft before Start has read the restored state: an
 	// old leader's entry in that window would be appended to the promoted
@@ -477,12 +514,13 @@ func (n *Node) refuseOldCluster(rpc raft.RPC) error {
 	}
 	hdr := h.GetRPCHeader()
 	r := n.started.Load()
-	if r == nil || len(hdr.ID) == 0 || !n.fsm.OldMembers()[string(hdr.ID)] {
-		return nil // not from the cluster this node was promoted away from
+	if r == nil {
+		return nil
 	}
+	old := n.fsm.OldMembers()[string(hdr.ID)]
 	for _, s := range r.GetConfiguration().Configuration().Servers {
-		if string(s.ID) == string(hdr.ID) && string(s.Address) == string(hdr.Addr) {
-			return nil // an old id the new cluster took in again, at its new address
+		if string(s.ID) == string(hdr.ID) && (!old || string(s.Address) == string(hdr.Addr)) {
+			return nil // a member of the new cluster (an old id only at the address it was given again)
 		}
 	}
 	ps := n.fsm.Promotions()

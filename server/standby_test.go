@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -389,4 +390,176 @@ func TestStandby_JoinRules(t *testing.T) {
 		_, ok := tc.Leader(5 * time.Second).Srv.Node().FSM().StandbyInfo()
 		return !ok
 	})
+}
+
+// TestStandby_JoinFailsAfterItsRecord_RecordTakenBack_RemoveClearsALoneRecord
+// (issue 42, 4): a standby join that fails once its record was applied left
+// the record: another standby was refused, every new leader waited for it,
+// and remove answered 404. A join now probes first and takes the record back
+// when the add fails after it (here: a member answering at an older feature
+// level), and remove clears a record that has no member.
+func TestStandby_JoinFailsAfterItsRecord_RecordTakenBack_RemoveClearsALoneRecord(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	l := tc.Leader(10 * time.Second)
+	noRecord := func(what string) {
+		t.Helper()
+		if sb, ok := tc.Leader(5 * time.Second).Srv.Node().FSM().StandbyInfo(); ok {
+			t.Fatalf("%s: the standby record %+v was left", what, sb)
+		}
+	}
+	join := func(req api.JoinRequest) int {
+		t.Helper()
+		var p api.Problem
+		status, err := tc.Do(http.MethodPost, tc.URL(l)+"/v1/cluster/members", req, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("join %s at %s: %d %s", req.ID, req.RaftAddr, status, p.Detail)
+		return status
+	}
+
+	// An unreachable Raft address.
+	if status := join(api.JoinRequest{ID: "ghost", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2", Standby: true}); status < 400 {
+		t.Fatalf("a standby at an unreachable address joined: %d", status)
+	}
+	noRecord("unreachable address")
+
+	// A node that answers the probe but reports an older feature level:
+	// the add fails after the record. Its own join goes nowhere (a URL
+	// nothing listens on), so only this test's request touches the cluster.
+	old := tc.AddNodeWith("old", []string{"http://127.0.0.1:1"}, func(cfg *server.Config) {
+		cfg.Cluster.FeatureLevel = fsm.LevelBase
+	})
+	if status := join(api.JoinRequest{ID: "old", RaftAddr: old.RaftAddr, HTTPAddr: old.HTTPAddr, Standby: true}); status < 400 {
+		t.Fatalf("a standby of an older level joined: %d", status)
+	}
+	noRecord("older level")
+	tc.Kill("old")
+
+	// A record with no member (a join whose leader was lost between its
+	// steps): remove clears it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Srv.Node().Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyAdd, ID: "lost", Bound: fsm.DefaultStandbyBound, TimeoutMs: 1000, Stamp: l.Srv.Node().Stamp()})); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := tc.Do(http.MethodDelete, tc.URL(l)+"/v1/cluster/members/lost", nil, nil); err != nil || status != http.StatusNoContent {
+		t.Fatalf("remove a standby record with no member: %d %v", status, err)
+	}
+	noRecord("after remove")
+
+	// And a real standby joins and gets in sync.
+	addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+}
+
+// TestPromote_MemberJoinedAfterTheCut_OldRegionBackWithItLeading_Refused
+// (issue 42, 3): a voter the primary took in after its standby was cut off
+// is in no record the promoted node holds. When the old region came back
+// with that voter leading, the promoted node took it for a member, followed
+// it and truncated what it had done since the promotion; no fence was
+// recorded. The promoted node refuses every server not in its own
+// configuration: the old region is fenced, the promoted node goes on.
+func TestPromote_MemberJoinedAfterTheCut_OldRegionBackWithItLeading_Refused(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	tc.CreateSequence("orders", nil)
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+
+	// The standby is cut off; the primary records it out of sync and
+	// takes in a fourth voter, which the standby never hears of.
+	tc.Net.Isolate("dr")
+	l := tc.Leader(5 * time.Second)
+	if status, err := tc.Do(http.MethodPut, tc.URL(l)+"/v1/sequences/other", nil, nil); err != nil || status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, err)
+	}
+	waitStandbyState(t, tc, api.StandbyOutOfSync, 10*time.Second)
+	tc.AddNode("n4", []string{tc.URL(l)})
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "n4 to be a voter of the primary", func() error {
+		st, err := tc.Leader(5 * time.Second).Srv.Node().Status()
+		if err != nil {
+			return err
+		}
+		for _, m := range st.Members {
+			if m.ID == "n4" && m.Voter {
+				return nil
+			}
+		}
+		return fmt.Errorf("members %+v", st.Members)
+	})
+	var acked int64
+	for range 20 {
+		r, status, err := testcluster.Reserve(tc.Leader(5*time.Second), "orders", 1000)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("reserve on the primary: %d %v", status, err)
+		}
+		acked = max(acked, r.Last)
+	}
+
+	// The primary region is lost; the standby is promoted with an advance.
+	old := []string{}
+	for _, n := range tc.Running() {
+		if n.ID != "dr" {
+			old = append(old, n.ID)
+		}
+	}
+	for _, id := range old {
+		tc.Kill(id)
+	}
+	tc.Kill("dr")
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: 1 << 40}); err != nil {
+		t.Fatalf("promote with an advance: %v", err)
+	}
+	tc.Net.Heal("dr")
+	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
+		if _, status, err := testcluster.Reserve(dr, "orders", 1); err != nil || status != http.StatusOK {
+			return fmt.Errorf("status %d err %v", status, err)
+		}
+		return nil
+	})
+
+	// The old region returns with n4 leading: its other nodes wait ten
+	// times longer before they campaign.
+	for _, id := range old {
+		tc.RestartWith(id, func(cfg *server.Config) {
+			if id == "n4" {
+				cfg.Cluster.InitialCluster = nil // it joined
+				return
+			}
+			cfg.Cluster.HeartbeatTimeout = 3 * time.Second
+			cfg.Cluster.ElectionTimeout = 3 * time.Second
+		})
+	}
+	testkit.EventuallyErr(t, 30*time.Second, 50*time.Millisecond, "n4 to lead the old region", func() error {
+		st, err := tc.Node("n4").Srv.Node().Status()
+		if err != nil || st.State != "Leader" {
+			return fmt.Errorf("n4: %+v %v", st.State, err)
+		}
+		return nil
+	})
+	testkit.EventuallyErr(t, 20*time.Second, 50*time.Millisecond, "the old region to be fenced", func() error {
+		for _, id := range old {
+			st, err := tc.Node(id).Srv.Node().Status()
+			if err != nil {
+				return err
+			}
+			if st.Fence == nil {
+				return fmt.Errorf("%s not fenced (state %s)", id, st.State)
+			}
+		}
+		return nil
+	})
+	// The promoted node still leads its own cluster and serves above
+	// everything the primary acknowledged.
+	for range 10 {
+		r, status, err := testcluster.Reserve(dr, "orders", 1000)
+		if err != nil || status != http.StatusOK || r.First <= acked {
+			t.Fatalf("the promoted node after the old region came back with n4 leading: %+v %d %v", r, status, err)
+		}
+	}
+	st, err := dr.Srv.Node().Status()
+	if err != nil || st.State != "Leader" || st.Fence != nil {
+		t.Fatalf("promoted node: %+v %v", st, err)
+	}
 }
