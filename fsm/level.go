@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-
-	"github.com/ticketd/ticketd/api"
 )
 
 // FeatureLevel names what a ticketd binary knows: the log entry types it can
@@ -25,7 +23,9 @@ const (
 	// LevelBase is what ticketd knew before grouped blocks (commit
 	// 9c31607): entry types 1 to 10, snapshot formats up to 4. A member
 	// whose binary reports no level counts as this one.
-	LevelBase FeatureLevel = api.BaseFeatureLevel
+	// (api.BaseFeatureLevel mirrors it for the wire; a test holds them
+	// equal, and the FSM's rules never take it from the wire package.)
+	LevelBase FeatureLevel = 1
 	// LevelRaiseAndShards added grouped blocks (11), raise (12), namespaces
 	// with a worker role or horizon (13) and leases of a chosen worker id
 	// (14), and snapshot format 5. Binaries of that release report no
@@ -73,10 +73,18 @@ var snapshotFormatLevels = map[uint32]FeatureLevel{
 	7: LevelStandby,
 }
 
-// LevelInfo describes a feature level for people: the highest entry type
-// and snapshot format a binary of the level knows.
-func LevelInfo(l FeatureLevel) api.FeatureLevel {
-	out := api.FeatureLevel{Level: int(l)}
+// LevelDescription describes a feature level for people: the highest log
+// entry type and snapshot format a binary of the level knows. Its fields
+// are api.FeatureLevel's and domain.FeatureLevel's, so either converts.
+type LevelDescription struct {
+	Level          int
+	MaxEntryType   int
+	SnapshotFormat int
+}
+
+// LevelInfo describes a feature level for people.
+func LevelInfo(l FeatureLevel) LevelDescription {
+	out := LevelDescription{Level: int(l)}
 	for t, tl := range entryTypeLevels {
 		if tl <= l {
 			out.MaxEntryType = max(out.MaxEntryType, int(t))

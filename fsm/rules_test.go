@@ -174,3 +174,18 @@ func mustSeq(t *testing.T, f *fsm.FSM, name string) fsm.Sequence {
 	}
 	return s
 }
+
+// The numbers the FSM decides by are its own; api mirrors them for the
+// wire. They must agree (issue 48: fsm imported api for them).
+func TestWireMirrors_AgreeWithTheFSMsOwnNumbers(t *testing.T) {
+	if api.BaseFeatureLevel != int(fsm.LevelBase) {
+		t.Errorf("api.BaseFeatureLevel %d, fsm.LevelBase %d", api.BaseFeatureLevel, fsm.LevelBase)
+	}
+	if api.MaxReserveCount != fsm.DefaultStandbyBound || api.DefaultStandbyBound != fsm.DefaultStandbyBound {
+		t.Errorf("api.MaxReserveCount %d, api.DefaultStandbyBound %d, fsm.DefaultStandbyBound %d", api.MaxReserveCount, api.DefaultStandbyBound, fsm.DefaultStandbyBound)
+	}
+	d := fsm.LevelInfo(fsm.CurrentLevel)
+	if got := api.FeatureLevel(d); got.Level != d.Level || got.MaxEntryType != d.MaxEntryType || got.SnapshotFormat != d.SnapshotFormat {
+		t.Errorf("api.FeatureLevel(%+v) = %+v", d, got)
+	}
+}

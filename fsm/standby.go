@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/ticketd/ticketd/api"
 )
 
 // A disaster-recovery standby (issue #34): a non-voting member, typically in
@@ -54,9 +52,11 @@ const (
 const (
 	// DefaultStandbyBound is the IDs per sequence the leader may serve past
 	// what the standby has stored: one reservation of the largest size.
-	DefaultStandbyBound = api.MaxReserveCount
+	// (api.MaxReserveCount, mirrored here: the FSM's rules never take a
+	// number from the wire package; a test holds them equal.)
+	DefaultStandbyBound int64 = 10_000_000
 	// MinStandbyBound: a block must hold the largest reservation.
-	MinStandbyBound = api.MaxReserveCount
+	MinStandbyBound = DefaultStandbyBound
 	// DefaultStandbyTimeoutMs is how long the standby may be unreachable
 	// before the leader records it out of sync and goes on without it.
 	DefaultStandbyTimeoutMs = 10_000

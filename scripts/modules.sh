@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the module split (issue #12): every module of go.work is tidy, and a
 # program that imports only the SDK gets, in its module graph, the SDK, its
-# wire types and its one retry library, nothing else. CI runs it from
+# wire types and its one retry library, nothing else; and package fsm does
+# not import the wire package api (issue 48). CI runs it from
 # scripts/test.sh; run it after changing any go.mod.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,6 +17,13 @@ for dir in $(go list -m -f '{{.Dir}}'); do
     exit 1
   fi
 done
+
+# The FSM decides by its own rules and numbers, frozen with the log format,
+# never by the wire package's (api mirrors them; fsm's tests hold them equal).
+if fsm_api=$(go list -deps ./fsm | grep -x 'github.com/ticketd/ticketd/api'); then
+  echo "modules: package fsm imports the wire package api ($fsm_api), directly or through another; keep the numbers it decides by in fsm" >&2
+  exit 1
+fi
 
 # A fresh program that uses the SDK, built outside the workspace.
 user=$(mktemp -d "${TMPDIR:-/tmp}/ticketd-sdkuser.XXXXXX")
@@ -65,4 +73,4 @@ GO
     exit 1
   fi
 )
-echo "modules: every module tidy; the SDK's graph is the SDK, api and backoff"
+echo "modules: every module tidy; fsm imports no api; the SDK's graph is the SDK, api and backoff"

@@ -25,7 +25,7 @@ type versionInfo struct {
 func currentVersion() versionInfo {
 	return versionInfo{
 		Version: buildinfo.Version(), GoVersion: runtime.Version(),
-		Feature: fsm.LevelInfo(fsm.CurrentLevel), FaultsBuild: faultsBuild,
+		Feature: api.FeatureLevel(fsm.LevelInfo(fsm.CurrentLevel)), FaultsBuild: faultsBuild,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/api"
 	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/internal/buildinfo"
 )
@@ -36,7 +37,7 @@ func TestVersion_ReleaseAndFeatureLevel_TextAndJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("version -o json: %v\n%s", err, out)
 	}
-	if got.Version != buildinfo.Version() || got.Feature != info {
+	if got.Version != buildinfo.Version() || got.Feature != api.FeatureLevel(info) {
 		t.Errorf("version -o json: %+v; want version %q and feature %+v", got, buildinfo.Version(), info)
 	}
 	checkGolden(t, "version.json", normalize(out))
