@@ -54,6 +54,24 @@ func waitStandbyState(t *testing.T, tc *testcluster.Cluster, want string, timeou
 	})
 }
 
+// waitFenced waits until every node of ids has recorded the fence that a
+// promoted standby's refusal makes its old cluster write.
+func waitFenced(t *testing.T, tc *testcluster.Cluster, ids []string) {
+	t.Helper()
+	testkit.EventuallyErr(t, 20*time.Second, 50*time.Millisecond, "the old cluster to be fenced", func() error {
+		for _, id := range ids {
+			st, err := tc.Node(id).Srv.Node().Status()
+			if err != nil {
+				return err
+			}
+			if st.Fence == nil {
+				return fmt.Errorf("%s not fenced (state %s)", id, st.State)
+			}
+		}
+		return nil
+	})
+}
+
 // startPrimaryLoad reserves through the given nodes only (never the
 // standby) until halted.
 func startPrimaryLoad(nodes []*testcluster.Node, seq string, workers int, count int64) *loadGen {
@@ -147,18 +165,11 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 	for _, n := range primary {
 		tc.Restart(n.ID)
 	}
-	testkit.EventuallyErr(t, 20*time.Second, 50*time.Millisecond, "the old primary to be fenced", func() error {
-		for _, n := range primary {
-			st, err := tc.Node(n.ID).Srv.Node().Status()
-			if err != nil {
-				return err
-			}
-			if st.Fence == nil {
-				return fmt.Errorf("%s not fenced (state %s)", n.ID, st.State)
-			}
-		}
-		return nil
-	})
+	ids := []string{}
+	for _, n := range primary {
+		ids = append(ids, n.ID)
+	}
+	waitFenced(t, tc, ids)
 	for _, n := range primary {
 		if _, status, _ := testcluster.Reserve(tc.Node(n.ID), "orders", 1); status == http.StatusOK {
 			t.Fatalf("fenced %s served a reservation", n.ID)
@@ -538,18 +549,7 @@ func TestPromote_MemberJoinedAfterTheCut_OldRegionBackWithItLeading_Refused(t *t
 		}
 		return nil
 	})
-	testkit.EventuallyErr(t, 20*time.Second, 50*time.Millisecond, "the old region to be fenced", func() error {
-		for _, id := range old {
-			st, err := tc.Node(id).Srv.Node().Status()
-			if err != nil {
-				return err
-			}
-			if st.Fence == nil {
-				return fmt.Errorf("%s not fenced (state %s)", id, st.State)
-			}
-		}
-		return nil
-	})
+	waitFenced(t, tc, old)
 	// The promoted node still leads its own cluster and serves above
 	// everything the primary acknowledged.
 	for range 10 {
