@@ -91,16 +91,23 @@ func outputCluster(t *testing.T) (tc *testcluster.Cluster, addr string) {
 		t.Fatalf("reserve: %d %v", code, err)
 	}
 	// The leader raises the cluster's feature level once it has heard
-	// every member's: wait for every member to have applied it, so that
-	// what the outputs show of it does not depend on timing.
-	testkit.Eventually(t, 15*time.Second, 50*time.Millisecond, "every member at the cluster feature level of this binary", func() bool {
+	// every member's, and the reservation above may have the leader commit
+	// its next block: wait for every member to have applied the same
+	// commit index at this binary's level, so that what the outputs show
+	// (the level, and every node ready with no lag) does not depend on
+	// timing. A follower that had yet to apply the last entry showed
+	// "ready": false in status.json in CI.
+	testkit.Eventually(t, 15*time.Second, 50*time.Millisecond, "every member at the cluster feature level of this binary, ready, with the same entries applied", func() bool {
+		applied := map[uint64]bool{}
 		for _, u := range tc.URLs() {
 			var st api.ClusterStatus
-			if code, err := tc.Do(http.MethodGet, u+"/v1/cluster", nil, &st); err != nil || code != http.StatusOK || st.ClusterFeatureLevel != int(fsm.CurrentLevel) {
+			if code, err := tc.Do(http.MethodGet, u+"/v1/cluster", nil, &st); err != nil || code != http.StatusOK ||
+				st.ClusterFeatureLevel != int(fsm.CurrentLevel) || !st.Ready || st.AppliedIndex != st.CommitIndex {
 				return false
 			}
+			applied[st.AppliedIndex] = true
 		}
-		return true
+		return len(applied) == 1
 	})
 	return tc, "--addr=" + strings.Join(tc.URLs(), ",")
 }
