@@ -3,7 +3,6 @@ package cluster
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -21,9 +20,6 @@ import (
 type leaderWatch struct {
 	*raft.NetworkTransport
 	leaderCommit atomic.Uint64
-	// commitSeenAt is when an AppendEntries last carried a commit index
-	// (unix nanoseconds, wall clock, for standby-contact).
-	commitSeenAt atomic.Int64
 
 	// seen records, on the leader, what each peer's answers show of its
 	// log (standby.go); noPipeline refuses pipelined replication while a
@@ -59,9 +55,6 @@ func (w *leaderWatch) relay(in <-chan raft.RPC) {
 			switch req := rpc.Command.(type) {
 			case *raft.AppendEntriesRequest:
 				w.sawCommit(req.LeaderCommitIndex)
-				if req.LeaderCommitIndex > 0 {
-					w.commitSeenAt.Store(time.Now().UnixNano())
-				}
 			case *raft.InstallSnapshotRequest:
 				w.sawCommit(req.LastLogIndex)
 			}

@@ -132,7 +132,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	// apply anything. A standby's record goes with it, which lifts the
 	// bound and every wait on it.
 	if sb, ok := n.fsm.StandbyInfo(); ok && sb.ID == id {
-		if _, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyRemove, ID: id, Stamp: n.Stamp()})); err != nil {
+		if err := n.removeStandbyRecord(ctx, sb); err != nil {
 			return err
 		}
 	}
@@ -182,4 +182,42 @@ func (n *Node) voterCount() int {
 		}
 	}
 	return c
+}
+
+// removeStandbyRecord removes the standby's record. Removing it ends every
+// wait on the standby as an out-of-sync record does, and the standby may
+// never hear of it: so for a standby in sync it comes no earlier than a
+// certificate of any leader allows (standbycert.go). The leader stops
+// certifying and waits that out (at most the standby's timeout); should
+// the wait or the entry fail, certifying resumes.
+func (n *Node) removeStandbyRecord(ctx context.Context, sb fsm.Standby) error {
+	if sb.InSync() {
+		until, resume := n.seen.stopCerts(time.Duration(sb.TimeoutMs) * time.Millisecond)
+		// The wait can pass a request's deadline (the default timeout is
+		// the API's): it is bounded by itself instead, so that a caller
+		// that gives up does not undo a removal half-way.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Until(until)+2*n.cfg.ElectionTimeout)
+		defer cancel()
+		if wait := time.Until(until); wait > 0 {
+			n.log.Info("removing an in-sync standby: waiting out the certificates of its trust horizon first", "standby", sb.ID, "wait", wait.Round(time.Millisecond))
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				resume()
+				return fmt.Errorf("%w: removing in-sync standby %q waits until %s, when the last certificate of its trust horizon expires: %v", ErrTimeout, sb.ID, time.Now().Add(time.Until(until)).UTC().Format(time.RFC3339), ctx.Err())
+			case <-n.shutdownCh:
+				t.Stop()
+				return ErrShutdown
+			}
+		}
+		if _, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyRemove, ID: sb.ID, Stamp: n.Stamp()})); err != nil {
+			resume()
+			return err
+		}
+		return nil
+	}
+	_, err := n.Apply(ctx, fsm.EncodeStandbyOp(fsm.StandbyOp{Op: fsm.StandbyRemove, ID: sb.ID, Stamp: n.Stamp()}))
+	return err
 }

@@ -24,6 +24,10 @@ const (
 	// A binary older than feature levels drops the connection, which the
 	// asker reads as "no report".
 	muxLevel byte = 'V'
+	// muxCert carries the leader's certificates of the standby's trust
+	// horizon (standbycert.go). An older standby drops the connection:
+	// it stores none, and its promotion needs --advance.
+	muxCert byte = 'C'
 
 	// muxHeaderTimeout bounds how long an accepted connection may take to
 	// name its service, so a silent client cannot hold a goroutine forever.
@@ -38,6 +42,7 @@ type mux struct {
 	raftConns chan net.Conn
 	probe     func(net.Conn)
 	level     func(net.Conn) // answers and closes; bounded by its own deadline
+	cert      func(net.Conn) // owns the connection (certConns closes it)
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -74,7 +79,7 @@ func (c *raftConn) Close() error {
 	return c.Conn.Close()
 }
 
-func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe, level func(net.Conn)) *mux {
+func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe, level, cert func(net.Conn)) *mux {
 	if dial == nil {
 		dial = defaultDial
 	}
@@ -86,6 +91,7 @@ func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger
 		raftConns: make(chan net.Conn),
 		probe:     probe,
 		level:     level,
+		cert:      cert,
 		closed:    make(chan struct{}),
 		pending:   make(map[net.Conn]struct{}),
 		raftOwned: make(map[*raftConn]struct{}),
@@ -166,6 +172,8 @@ func (m *mux) route(c net.Conn) {
 		go m.probe(c)
 	case muxLevel:
 		m.level(c)
+	case muxCert:
+		go m.cert(c)
 	default:
 		m.log.Warn("raft port: connection with unknown service byte dropped", "byte", b[0], "remote", c.RemoteAddr())
 		_ = c.Close()

@@ -64,6 +64,11 @@ type Node struct {
 	ready chan struct{}
 	// fresh marks a data directory that started empty (standby.go).
 	fresh freshStart
+	// certs holds, on the standby, the latest certificate of its trust
+	// horizon; certConns are the leaders' connections that carry them
+	// (standbycert.go).
+	certs     certStore
+	certConns connSet
 
 	started  atomic.Pointer[raft.Raft] // set once Raft runs; read by the probe server
 	listener LeadershipListener
@@ -156,6 +161,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := n.fresh.open(cfg.DataDir, existing); err != nil {
 		return nil, err
 	}
+	if err := n.certs.open(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if !existing {
 		if err := n.bootstrap(rc); err != nil {
 			return nil, err
@@ -198,9 +206,8 @@ func (n *Node) Start(listener LeadershipListener) error {
 		return false
 	})
 	r.RegisterObserver(n.observer)
-	n.wg.Add(2)
+	n.wg.Add(1)
 	go n.leaderLoop()
-	go n.recordContact()
 	return nil
 }
 
@@ -273,7 +280,7 @@ func (n *Node) openNetwork() error {
 		ln = tls.NewListener(ln, cfg.TLS.Server)
 		dial = tlsDial(dial, cfg.TLS.Client)
 	}
-	n.mux = newMux(ln, advertise, dial, n.log, n.probeServer.serve, n.serveLevel)
+	n.mux = newMux(ln, advertise, dial, n.log, n.probeServer.serve, n.serveLevel, n.serveCert)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,

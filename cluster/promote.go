@@ -66,9 +66,13 @@ type PromoteOptions struct {
 	Advance int64
 	// PrimaryLostAt is when the operator knows the primary was lost by
 	// (--primary-lost-at): the recorded bound is used only if that is
-	// before the standby's trust horizon (the last time it was caught up,
-	// plus its timeout, less a margin). Zero: not given.
+	// before the standby's trust horizon (the latest certificate its
+	// leader sent it, less MaxClockSkew). Zero: not given.
 	PrimaryLostAt time.Time
+	// MaxClockSkew is how far the primary leader's wall clock and the
+	// clock PrimaryLostAt was read from may disagree (--max-clock-skew);
+	// zero uses DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 	// Now is the promoting machine's wall clock, recorded for people.
 	Now time.Time
 	// Prepare, if set, is called on the state machine before it reads
@@ -84,12 +88,20 @@ type PromoteReport struct {
 	Result   fsm.PromoteResult
 	// LastIndex is the last index of the standby's log.
 	LastIndex uint64
-	// CaughtUpAt is the last time the standby held everything the primary
-	// had committed (zero if it never recorded it), and TrustUntil the
-	// horizon before which no out-of-sync record can exist.
-	CaughtUpAt time.Time
-	TrustUntil time.Time
+	// CertifiedUntil is the latest time the primary's leader certified
+	// that it would not record the standby out of sync before (zero if
+	// the standby holds no certificate of its latest in-sync record), and
+	// TrustUntil that less the clock skew: the horizon a --primary-lost-at
+	// must not pass.
+	CertifiedUntil time.Time
+	TrustUntil     time.Time
+	MaxClockSkew   time.Duration
 }
+
+// DefaultMaxClockSkew is --max-clock-skew's default: NTP keeps servers
+// within milliseconds of each other; a second leaves room for a clock that
+// has stepped, or an operator's time read off a dashboard.
+const DefaultMaxClockSkew = time.Second
 
 // Promote makes a stopped standby's data a one-node cluster. Every refusal
 // wraps ErrPromote (and the FSM's reason), and leaves the directory as it
@@ -346,26 +358,33 @@ func copyFile(from, to string) error {
 var ErrPrimaryLostAt = errors.New("when was the primary lost")
 
 // checkTrust decides whether the standby's in-sync record may be trusted
-// for a promotion with the recorded bound: only if the operator says the
-// primary was lost before the standby's trust horizon (see contactFile).
+// for a promotion with the recorded bound: only if its leader certified
+// that record (standbycert.go) and the operator says the primary was lost
+// before the certificate's time, less the clock skew.
 func checkTrust(rep *PromoteReport, o PromoteOptions, sb fsm.Standby) error {
-	timeout := time.Duration(sb.TimeoutMs) * time.Millisecond
-	at, _, ok := readContact(o.DataDir)
-	if !ok {
-		return fmt.Errorf("%w: %w: this standby never recorded being caught up with the primary (%s is missing), so its in-sync record cannot be checked against when the primary was lost: give --advance N", ErrPromote, fsm.ErrStandbyNotInSync, contactFile)
+	skew := o.MaxClockSkew
+	if skew <= 0 {
+		skew = DefaultMaxClockSkew
 	}
-	// The margin covers the two machines' clocks drifting apart during
-	// the timeout and the message's travel (a tenth of it: a second at the default).
-	margin := timeout / 10
-	rep.CaughtUpAt, rep.TrustUntil = at, at.Add(timeout-margin)
-	horizon := rep.TrustUntil.UTC().Format(time.RFC3339)
+	rep.MaxClockSkew = skew
+	cert, ok, err := readCert(o.DataDir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w: its certificate cannot be read (%v), so its in-sync record cannot be weighed: give --advance N", ErrPromote, fsm.ErrStandbyNotInSync, err)
+	case !ok:
+		return fmt.Errorf("%w: %w: the primary's leader never certified this standby's in-sync record (%s is missing: it never held a certificate, or ran a release older than certificates), so the record cannot be weighed against when the primary was lost: give --advance N, at least the IDs any sequence can have been given since it was recorded in sync at index %d", ErrPromote, fsm.ErrStandbyNotInSync, certFile, sb.SinceIndex)
+	case cert.InSyncIndex != sb.SinceIndex:
+		return fmt.Errorf("%w: %w: its certificate is of the in-sync record at index %d, not of the one at index %d its log ends with: give --advance N, at least the IDs any sequence can have been given since index %d", ErrPromote, fsm.ErrStandbyNotInSync, cert.InSyncIndex, sb.SinceIndex, sb.SinceIndex)
+	}
+	rep.CertifiedUntil, rep.TrustUntil = cert.ValidUntil, cert.ValidUntil.Add(-skew)
+	horizon := rep.TrustUntil.UTC().Format(time.RFC3339Nano)
 	switch {
 	case o.PrimaryLostAt.IsZero():
-		return fmt.Errorf("%w: %w: the standby was last caught up with the primary at %s; its leader could record it out of sync without its knowing (a cut link) from %s on. Say when the primary was lost: --primary-lost-at TIME (RFC 3339); a time up to %s promotes with the recorded bound of %d. Otherwise, or if you do not know, give --advance N (at least the IDs any sequence can have been given since %s)",
-			ErrPromote, ErrPrimaryLostAt, at.UTC().Format(time.RFC3339Nano), horizon, horizon, sb.Bound, at.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: %w: the primary's leader (%s, term %d) certified that it would not record this standby out of sync before %s; less a clock skew of %s (--max-clock-skew) that is %s. Say when the primary was lost: --primary-lost-at TIME (RFC 3339); a time up to %s promotes with the recorded bound of %d. Otherwise, or if you do not know, give --advance N (at least the IDs any sequence can have been given since %s)",
+			ErrPromote, ErrPrimaryLostAt, cert.Leader, cert.Term, cert.ValidUntil.UTC().Format(time.RFC3339Nano), skew, horizon, horizon, sb.Bound, rep.TrustUntil.UTC().Format(time.RFC3339))
 	case o.PrimaryLostAt.After(rep.TrustUntil):
-		return fmt.Errorf("%w: %w: the primary was lost at %s, after %s (the standby was last caught up at %s, plus its timeout of %s, less %s): it may have recorded this standby out of sync and gone on without it. Give --advance N, at least the IDs any sequence can have been given since %s",
-			ErrPromote, fsm.ErrStandbyNotInSync, o.PrimaryLostAt.UTC().Format(time.RFC3339), horizon, at.UTC().Format(time.RFC3339Nano), timeout, margin, at.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: %w: the primary was lost at %s, after %s (the latest certificate of its leader %s, %s, less a clock skew of %s): from then on it may have recorded this standby out of sync and gone on without it. Give --advance N, at least the IDs any sequence can have been given since %s",
+			ErrPromote, fsm.ErrStandbyNotInSync, o.PrimaryLostAt.UTC().Format(time.RFC3339Nano), horizon, cert.Leader, cert.ValidUntil.UTC().Format(time.RFC3339Nano), skew, rep.TrustUntil.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -101,6 +101,7 @@ func (n *Node) closeNetwork() error {
 	if n.probeServer != nil {
 		n.probeServer.Close()
 	}
+	n.certConns.Close()
 	if n.mux != nil {
 		errs = append(errs, n.mux.Close())
 	}

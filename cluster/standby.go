@@ -56,6 +56,82 @@ type replicationSeen struct {
 	// even while it makes progress.
 	waits  map[uint64]time.Time
 	waitID uint64
+	// certifiedUntil is the latest V this leader has certified in this
+	// stretch (monotonic): it records the standby out of sync no earlier
+	// (standbycert.go). certsStopped is set while a removal waits it out.
+	certifiedUntil time.Time
+	certsStopped   bool
+	lastCert       time.Time // when the last certificate was computed
+	// certStoredUntil is the latest V the standby answered it stored
+	// (wall clock, for status).
+	certStoredUntil time.Time
+}
+
+// certify bounds a certificate computed at now with V = until: unless
+// certificates are stopped, certifiedUntil becomes at least until and the
+// caller may send it.
+func (r *replicationSeen) certify(now, until time.Time, every time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.certsStopped || !until.After(now) || (!r.lastCert.IsZero() && now.Sub(r.lastCert) < every) {
+		return false
+	}
+	r.lastCert = now
+	if until.After(r.certifiedUntil) {
+		r.certifiedUntil = until
+	}
+	return true
+}
+
+// certifiedUntilTime is the latest V certified in this stretch.
+func (r *replicationSeen) certifiedUntilTime() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.certifiedUntil
+}
+
+// stopCerts stops certifying and returns when the last certificate of any
+// leader expires at the latest: this stretch's latest V, or its start plus
+// timeout (a certificate of an earlier leader was computed before this
+// stretch began). resume undoes it.
+func (r *replicationSeen) stopCerts(timeout time.Duration) (until time.Time, resume func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.certsStopped = true
+	until = r.start.Add(timeout)
+	if r.certifiedUntil.After(until) {
+		until = r.certifiedUntil
+	}
+	return until, func() {
+		r.mu.Lock()
+		r.certsStopped = false
+		r.mu.Unlock()
+	}
+}
+
+// certStored records that the standby stored a certificate valid until v.
+func (r *replicationSeen) certStored(v time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v.After(r.certStoredUntil) {
+		r.certStoredUntil = v
+	}
+}
+
+// creditCaughtUp counts the peer's latest answer as progress when it holds
+// every entry up to last: an answer while it had everything shows it as
+// current as an answer that stored something. A standby that holds every
+// entry is never recorded out of sync, so this changes no decision; it lets
+// an idle cluster go on certifying a standby that answers its heartbeats.
+// (The match only changes with an answer, so the one held now is the one
+// it had at its latest answer, when the leader's last index was at most
+// today's.)
+func (r *replicationSeen) creditCaughtUp(id raft.ServerID, last uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.peers[id]; p != nil && p.match >= last && p.regressed == "" && p.lastContact.After(p.lastProgress) {
+		p.lastProgress = p.lastContact
+	}
 }
 
 // waitStarted registers a wait for the standby; done unregisters it.
@@ -116,6 +192,7 @@ func (r *replicationSeen) reset(term uint64) {
 	defer r.mu.Unlock()
 	r.term, r.start = term, time.Now()
 	r.peers = map[raft.ServerID]*peerSeen{}
+	r.certifiedUntil, r.certsStopped, r.lastCert, r.certStoredUntil = time.Time{}, false, time.Time{}, time.Time{}
 	r.wakeLocked()
 }
 
@@ -287,12 +364,16 @@ func (n *Node) standbyWaitContext(ctx context.Context) (context.Context, context
 func (n *Node) watchStandby(l Leadership) {
 	t := time.NewTicker(n.standbyTick())
 	defer t.Stop()
+	certs := newCertifier(n)
+	stop := make(chan struct{})
+	defer close(stop)
+	go certs.run(stop)
 	var prevLast uint64
 	for {
 		if cur, ok := n.Leadership(); !ok || cur != l {
 			return
 		}
-		if err := n.checkStandby(&prevLast); err != nil {
+		if err := n.checkStandby(&prevLast, l.Term, certs); err != nil {
 			n.log.Warn("could not record the standby's state", "term", l.Term, "err", err)
 		}
 		select {
@@ -303,20 +384,43 @@ func (n *Node) watchStandby(l Leadership) {
 	}
 }
 
+// certEvery is how often the leader certifies the standby: a twentieth of
+// its timeout (half a second at the default), at least every tick. The
+// standby's horizon trails the primary's loss by about this much.
+func (n *Node) certEvery(timeout time.Duration) time.Duration {
+	return max(timeout/20, n.standbyTick())
+}
+
+// standbyAddr is the standby's Raft address in the configuration.
+func (n *Node) standbyAddr(id string) raft.ServerAddress {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return ""
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			return s.Address
+		}
+	}
+	return ""
+}
+
 func (n *Node) standbyTick() time.Duration {
 	return max(min(n.cfg.HeartbeatTimeout/5, 100*time.Millisecond), 10*time.Millisecond)
 }
 
 // checkStandby makes one decision of watchStandby. prevLast is the leader's
 // last index at the previous check: a standby that has stored it has
-// caught up with where the log was then.
-func (n *Node) checkStandby(prevLast *uint64) error {
+// caught up with where the log was then. While the standby is in sync and
+// stays so, it hands certs a certificate (standbycert.go).
+func (n *Node) checkStandby(prevLast *uint64, term uint64, certs *certifier) error {
 	last := n.raft.LastIndex()
 	defer func() { *prevLast = last }()
 	sb, ok := n.fsm.StandbyInfo()
 	if !ok {
 		return nil
 	}
+	n.seen.creditCaughtUp(raft.ServerID(sb.ID), last)
 	p, start, _ := n.seen.get(raft.ServerID(sb.ID))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*n.cfg.ElectionTimeout)
 	defer cancel()
@@ -336,15 +440,32 @@ func (n *Node) checkStandby(prevLast *uint64) error {
 	switch sb.State {
 	case fsm.StandbyStateInSync:
 		var reason string
+		now := time.Now()
 		oldest := n.seen.oldestWait()
+		// The earliest moment the rules below could record it out of
+		// sync, were it to make no progress from now on: a wait that
+		// starts later, or progress, only moves it later.
+		earliest := progress.Add(timeout)
+		if !oldest.IsZero() && oldest.Add(timeout).Before(earliest) {
+			earliest = oldest.Add(timeout)
+		}
 		switch {
+		case now.Before(n.seen.certifiedUntilTime()):
+			// A certificate this leader issued says not before then
+			// (only a regression gets here early; its blocks wait,
+			// since the match fell with it).
+			return nil
 		case p.regressed != "":
 			reason = p.regressed
-		case !oldest.IsZero() && time.Since(oldest) >= timeout:
+		case !oldest.IsZero() && now.Sub(oldest) >= timeout:
 			// It makes progress, but not enough: blocks have waited
 			// for it longer than its timeout.
-			reason = fmt.Sprintf("a block has waited %s for it (stored up to index %d of %d)", time.Since(oldest).Round(time.Millisecond), p.match, last)
-		case time.Since(progress) < timeout || p.match >= last:
+			reason = fmt.Sprintf("a block has waited %s for it (stored up to index %d of %d)", now.Sub(oldest).Round(time.Millisecond), p.match, last)
+		case now.Sub(progress) < timeout || p.match >= last:
+			if certs != nil && n.seen.certify(now, earliest, n.certEvery(timeout)) {
+				certs.offer(certJob{computedAt: now, validUntil: earliest, inSync: sb.SinceIndex,
+					standby: raft.ServerID(sb.ID), addr: n.standbyAddr(sb.ID), term: term})
+			}
 			return nil
 		case p.lastContact.IsZero():
 			reason = fmt.Sprintf("no answer for %s (stored up to index %d of %d)", time.Since(progress).Round(time.Millisecond), p.match, last)
@@ -675,62 +796,4 @@ func (n *Node) heardFromStandby(term uint64) bool {
 		}
 		t.Stop()
 	}
-}
-
-// contactFile records, on the standby, the last time it held everything its
-// leader had committed: the receive time (wall clock) of the latest
-// AppendEntries whose commit index it had applied. The leader records a
-// standby out of sync only after its timeout without progress, and a
-// standby caught up at t acknowledged that message, so no out-of-sync record
-// can exist before t + timeout (less the clocks' drift); a primary lost
-// before then left this standby's in-sync record true. A standby cut off
-// from the primary never receives the record, and cannot tell a lost link
-// from a lost primary: ticketd promote therefore asks the operator when the
-// primary was lost (--primary-lost-at) and compares (README, "Disaster
-// recovery").
-const contactFile = "standby-contact"
-
-// recordContact runs on every node and writes contactFile while this node
-// is the recorded standby and caught up.
-func (n *Node) recordContact() {
-	defer n.wg.Done()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	var written int64
-	for {
-		select {
-		case <-n.shutdownCh:
-			return
-		case <-t.C:
-		}
-		sb, ok := n.fsm.StandbyInfo()
-		if !ok || sb.ID != n.cfg.ID {
-			continue
-		}
-		seenAt, commit := n.watch.commitSeenAt.Load(), n.watch.leaderCommit.Load()
-		applied := n.raft.AppliedIndex()
-		if seenAt <= written || commit == 0 || applied < commit {
-			continue
-		}
-		line := fmt.Sprintf("%s %d %d\n", time.Unix(0, seenAt).UTC().Format(time.RFC3339Nano), applied, sb.TimeoutMs)
-		if err := writeFileSync(filepath.Join(n.cfg.DataDir, contactFile), line); err == nil {
-			written = seenAt
-		}
-	}
-}
-
-// readContact is what contactFile in dir says: when the standby was last
-// caught up, at which applied index (ok false when it never recorded it).
-func readContact(dir string) (at time.Time, index uint64, ok bool) {
-	b, err := os.ReadFile(filepath.Join(dir, contactFile))
-	if err != nil {
-		return time.Time{}, 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return time.Time{}, 0, false
-	}
-	at, err1 := time.Parse(time.RFC3339Nano, f[0])
-	index, err2 := strconv.ParseUint(f[1], 10, 64)
-	return at, index, err1 == nil && err2 == nil
 }

@@ -576,6 +576,7 @@ func TestStandby_Processes_LinkCutPrimaryKilledPromoted_NothingReissued(t *testi
 		return ok
 	})
 	time.Sleep(500 * time.Millisecond)
+	waitCertified(t, primary, dr)
 
 	// The whole primary dies at once, mid-load.
 	killAt := time.Now()
@@ -606,7 +607,8 @@ func TestStandby_Processes_LinkCutPrimaryKilledPromoted_NothingReissued(t *testi
 	promoteRefused(t, primary[0].dataDir, []string{`"n1" is a voter`}, "--data-dir", primary[0].dataDir)
 	promoteRefused(t, dr.dataDir, []string{"below the recorded bound of 10000000"}, "--data-dir", dr.dataDir, "--advance", "9999999")
 
-	out, errOut, code := runCLI(t, nil, "promote", "--data-dir", dr.dataDir, "--primary-lost-at", killAt.UTC().Format(time.RFC3339Nano))
+	// One clock here: the skew allowed can be small beside the 1 s timeout.
+	out, errOut, code := runCLI(t, nil, "promote", "--data-dir", dr.dataDir, "--primary-lost-at", killAt.UTC().Format(time.RFC3339Nano), "--max-clock-skew", "200ms")
 	if code != 0 {
 		t.Fatalf("ticketd promote exited %d:\n%s%s", code, out, errOut)
 	}

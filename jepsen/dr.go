@@ -132,6 +132,9 @@ type dr struct {
 	lostAt time.Time
 }
 
+// drMaxClockSkew is the --max-clock-skew the harness promotes with.
+const drMaxClockSkew = 50 * time.Millisecond
+
 func (d *dr) problem(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	d.rep.Problems = append(d.rep.Problems, s)
@@ -429,9 +432,12 @@ func (d *dr) promote(ctx context.Context) error {
 	try := func(advance int64) drPromote {
 		// The operator says when the primary was lost; promote trusts
 		// the standby's in-sync record only if that was before its
-		// horizon (its last catch-up plus its timeout).
+		// horizon (the latest time the primary's leader certified it
+		// would not go on without it, less the clock skew). Every
+		// process here reads one clock, so the skew allowed is small
+		// beside the standby's timeout.
 		args := []string{"promote", "--data-dir", d.sb.proc.dataDir, "--id", d.sb.ID,
-			"--primary-lost-at", d.lostAt.UTC().Format(time.RFC3339Nano)}
+			"--primary-lost-at", d.lostAt.UTC().Format(time.RFC3339Nano), "--max-clock-skew", drMaxClockSkew.String()}
 		if advance > 0 {
 			args = append(args, "--advance", fmt.Sprint(advance))
 		}

@@ -72,6 +72,24 @@ func waitFenced(t *testing.T, tc *testcluster.Cluster, ids []string) {
 	})
 }
 
+// waitCertified waits until the standby dr holds a certificate of the
+// in-sync record its leader has applied, valid past now: the horizon a
+// --primary-lost-at of now is weighed against (cluster/standbycert.go).
+func waitCertified(t *testing.T, tc *testcluster.Cluster, dr *testcluster.Node) {
+	t.Helper()
+	testkit.EventuallyErr(t, 10*time.Second, 10*time.Millisecond, "the standby to hold a certificate of its in-sync record", func() error {
+		sb, ok := tc.Leader(5 * time.Second).Srv.Node().FSM().StandbyInfo()
+		if !ok || !sb.InSync() {
+			return fmt.Errorf("standby %+v", sb)
+		}
+		index, until, ok, err := cluster.StandbyCertificate(dr.Dir)
+		if err != nil || !ok || index != sb.SinceIndex || !until.After(time.Now()) {
+			return fmt.Errorf("certificate of index %d until %s (%v, %v); the in-sync record is at %d", index, until, ok, err, sb.SinceIndex)
+		}
+		return nil
+	})
+}
+
 // startPrimaryLoad reserves through the given nodes only (never the
 // standby) until halted.
 func startPrimaryLoad(nodes []*testcluster.Node, seq string, workers int, count int64) *loadGen {
@@ -109,6 +127,8 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
 	g.waitProgress(t, 200, 15*time.Second)
 
+	waitCertified(t, tc, dr)
+
 	// The whole primary dies at once, mid-load.
 	lostAt := time.Now()
 	for _, n := range primary {
@@ -127,7 +147,7 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt.Add(10 * time.Second)}); !errors.Is(err, fsm.ErrStandbyNotInSync) {
 		t.Fatalf("promote with the primary lost after the horizon: %v", err)
 	}
-	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, Now: time.Now()})
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, MaxClockSkew: 100 * time.Millisecond, Now: time.Now()})
 	if err != nil {
 		t.Fatalf("promote: %v", err)
 	}
@@ -135,7 +155,7 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 		t.Fatalf("promotion %+v", rep.Result.Promotion)
 	}
 	// A second promotion of the same data is refused, and changes nothing.
-	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, Now: time.Now()}); !errors.Is(err, fsm.ErrAlreadyPromoted) {
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, MaxClockSkew: 100 * time.Millisecond, Now: time.Now()}); !errors.Is(err, fsm.ErrAlreadyPromoted) {
 		t.Fatalf("second promotion: %v", err)
 	}
 
@@ -210,6 +230,87 @@ func TestStandby_LinkCut_OutOfSyncAndBack_PrimaryLost_PromotedNothingReissued(t 
 		return nil
 	})
 	g.log.CheckDisjoint(t)
+}
+
+// TestStandby_PausedAcrossItsOutOfSync_ResumedAfterThePrimarysLoss_NotTrusted
+// is issue 42's first part in process. The standby stalls as a paused
+// process does (what is sent to it queues, it answers nothing); the leader
+// records it out of sync and serves on; the whole primary dies; only then
+// does the standby resume, read what was queued (AppendEntries sent before
+// the out-of-sync record, certificates computed before it) and stop. Its
+// log says in sync, and it read those messages after the primary's loss:
+// the receive-time rule (standby-contact) trusted its in-sync record for a
+// --primary-lost-at of the loss, and the promoted node handed out IDs the
+// primary had acknowledged. A certificate is valid until a time its leader
+// fixed before it could record the standby out of sync, so its delivery
+// late changes nothing: the promotion is refused without --advance.
+func TestStandby_PausedAcrossItsOutOfSync_ResumedAfterThePrimarysLoss_NotTrusted(t *testing.T) {
+	tc := testcluster.New(t, 3, nil)
+	tc.CreateSequence("orders", nil)
+	primary := tc.Running()
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	g := startPrimaryLoad(primary, "orders", 4, 100_000) // past the 10 M bound in a few hundred ranges
+	defer g.halt()
+	g.waitProgress(t, 200, 15*time.Second)
+	waitCertified(t, tc, dr)
+
+	tc.Net.Stall("dr")
+	stalledAt := time.Now()
+	waitStandbyState(t, tc, api.StandbyOutOfSync, 10*time.Second)
+	t.Logf("standby stalled: recorded out of sync %v later", time.Since(stalledAt).Round(time.Millisecond))
+	g.waitProgress(t, 500, 15*time.Second) // served on without it
+
+	lostAt := time.Now()
+	for _, n := range primary {
+		tc.Kill(n.ID)
+	}
+	g.halt()
+	acked := g.log.Max()
+	t.Logf("primary acknowledged %d ranges up to %d", g.log.Len(), acked)
+
+	// The standby resumes after the loss and reads its queue.
+	time.Sleep(200 * time.Millisecond)
+	tc.Net.Resume("dr")
+	time.Sleep(500 * time.Millisecond)
+	tc.Kill("dr")
+
+	_, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, MaxClockSkew: 100 * time.Millisecond, Now: time.Now()})
+	if err == nil {
+		tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+		testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
+			r, status, err := testcluster.Reserve(dr, "orders", 1000)
+			if err != nil || status != http.StatusOK {
+				return fmt.Errorf("status %d err %v", status, err)
+			}
+			if r.First <= acked {
+				t.Errorf("the promoted node handed out %d..%d, at or below %d that the primary acknowledged", r.First, r.Last, acked)
+			}
+			return nil
+		})
+		t.Fatalf("a standby that was recorded out of sync while it was paused was promoted with its recorded bound for a --primary-lost-at of the loss")
+	}
+	if !errors.Is(err, fsm.ErrStandbyNotInSync) {
+		t.Fatalf("promote: %v, want a refusal (standby not in sync)", err)
+	}
+	t.Logf("refused: %v", err)
+
+	// With --advance past what the primary served, it is promoted and
+	// hands out nothing the primary acknowledged.
+	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: 1 << 40, Now: time.Now()}); err != nil {
+		t.Fatalf("promote with --advance: %v", err)
+	}
+	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
+		r, status, err := testcluster.Reserve(dr, "orders", 1000)
+		if err != nil || status != http.StatusOK {
+			return fmt.Errorf("status %d err %v", status, err)
+		}
+		if r.First <= acked {
+			t.Fatalf("the promoted node handed out %d..%d, at or below %d that the primary acknowledged", r.First, r.Last, acked)
+		}
+		return nil
+	})
 }
 
 // TestPromote_Refusals: a running standby, a voter, a node that never was a

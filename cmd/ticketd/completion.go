@@ -51,7 +51,7 @@ var completionCommands = []completionCommand{
 	{"audit", "run the uniqueness probe, or list the audit", withClient("list", "after-seq", "limit", "o", "output")},
 	{"backup", "write a consistent backup", withClient("out")},
 	{"restore", "seed a new, empty cluster from a backup", withClient("in", "advance")},
-	{"promote", "make a stopped standby a one-node cluster", []string{"data-dir", "id", "advance", "primary-lost-at", "o"}},
+	{"promote", "make a stopped standby a one-node cluster", []string{"data-dir", "id", "advance", "primary-lost-at", "max-clock-skew", "o"}},
 	{"tls", "make a cluster CA and certificates", []string{"dir", "key-dir", "days", "name", "ca", "ca-key", "ca-key-dir", "node", "client",
 		"dns", "ip", "loopback", "nodes"}},
 	{"completion", "print a shell completion script (bash or zsh)", nil},

@@ -20,7 +20,8 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "the stopped standby's data directory (required)")
 	id := fs.String("id", "", "the standby's --id (read from the data directory when it records one)")
 	advance := fs.Int64("advance", 0, "raise every high-water mark by N instead of the recorded bound: required for a standby recorded out of sync (at least the IDs any sequence can have been given since), never below the bound")
-	lostAt := fs.String("primary-lost-at", "", "when the primary region was lost by (RFC 3339, e.g. 2026-11-27T07:30:00Z): the recorded bound is trusted only if that is before the standby's horizon (its last catch-up plus its timeout); without it, give --advance")
+	lostAt := fs.String("primary-lost-at", "", "when the primary region was lost by (RFC 3339, e.g. 2026-11-27T07:30:00Z): the recorded bound is trusted only if that is before the standby's horizon (the latest time its leader certified it would not go on without it, less --max-clock-skew); without it, give --advance")
+	skew := fs.Duration("max-clock-skew", cluster.DefaultMaxClockSkew, "how far the primary leader's clock and the clock --primary-lost-at was read from may disagree: the horizon is the certificate's time less this")
 	output := fs.String("o", "text", "text or json")
 	fault := registerFaultFlag(fs)
 	if _, err := flagsAnywhere(fs, args); err != nil {
@@ -29,6 +30,9 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	if *dataDir == "" {
 		return usageError{"usage: ticketd promote --data-dir DIR (--primary-lost-at TIME | --advance N) [--id ID]\n" +
 			"  run it on the stopped standby once the primary region is lost; then start it with ticketd serve"}
+	}
+	if *skew <= 0 {
+		return usageError{fmt.Sprintf("--max-clock-skew %s: must be positive", *skew)}
 	}
 	if *advance < 0 {
 		return usageError{fmt.Sprintf("--advance %d: must not be negative", *advance)}
@@ -48,7 +52,7 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: *dataDir, ID: *id, Advance: *advance, PrimaryLostAt: lost, Now: time.Now(), Prepare: prepare})
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: *dataDir, ID: *id, Advance: *advance, PrimaryLostAt: lost, MaxClockSkew: *skew, Now: time.Now(), Prepare: prepare})
 	if err != nil {
 		if errors.Is(err, cluster.ErrPromote) {
 			return fmt.Errorf("%w\nnothing was changed in %s", err, *dataDir)
@@ -65,8 +69,8 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "promoted %s (raft %s): its state up to index %d is now a one-node cluster\n", rep.ID, rep.RaftAddr, rep.LastIndex)
 	fmt.Fprintf(stdout, "  standby was %s; every sequence's mark raised by %d (%d sequences)\n", p.State, p.Advance, rep.Result.Sequences)
-	if !rep.CaughtUpAt.IsZero() {
-		fmt.Fprintf(stdout, "  it was last caught up with the primary at %s; the primary, lost by then, could not have gone on without it\n", rep.CaughtUpAt.UTC().Format(time.RFC3339Nano))
+	if !rep.CertifiedUntil.IsZero() {
+		fmt.Fprintf(stdout, "  its leader certified it would not go on without it before %s; the primary, lost by then less a clock skew of %s, could not have\n", rep.CertifiedUntil.UTC().Format(time.RFC3339Nano), rep.MaxClockSkew)
 	}
 	if len(rep.Result.Exhausted) > 0 {
 		fmt.Fprintf(stdout, "  exhausted by the advance (fewer IDs left than it): %v\n", rep.Result.Exhausted)

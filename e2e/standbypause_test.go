@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/api"
+	tdcluster "github.com/ticketd/ticketd/cluster"
+)
+
+// TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused is issue
+// 42's first part on real processes, as an operator met it: a 3-node
+// primary, a standby joined with --standby-timeout 2s, reservations through
+// the primary. The standby is SIGSTOPped: the leader records it out of sync
+// and serves on, past the bound. The whole primary is SIGKILLed, and only
+// then is the standby SIGCONTed (it reads the AppendEntries and
+// certificates queued in its sockets) and stopped with SIGTERM.
+// `ticketd promote --primary-lost-at <the kill>` trusted its in-sync record
+// when the standby stamped the time it read those messages
+// (standby-contact), and the promoted node handed out IDs the primary had
+// acknowledged. Now a certificate's time is fixed by the leader before it
+// could record the standby out of sync, and the promotion is refused
+// without --advance; with it, nothing acknowledged is handed out again.
+func TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused(t *testing.T) {
+	c := newCluster(t)
+	addrs := freeAddrs(t, 8)
+	initial := fmt.Sprintf("n1=%s,n2=%s,n3=%s", addrs[1], addrs[3], addrs[5])
+	var primary []*node
+	for i := range 3 {
+		primary = append(primary, c.newNode(fmt.Sprintf("n%d", i+1), addrs[2*i], addrs[2*i+1], "--initial-cluster", initial))
+	}
+	for _, n := range primary {
+		c.start(n)
+	}
+	c.waitReady(20*time.Second, primary...)
+	leader := c.leader(10*time.Second, primary)
+	createSequence(t, leader, drSeq)
+	dr := c.newNode("dr", addrs[6], addrs[7], "--join", leader.url(), "--standby", "--standby-timeout", "2s")
+	c.start(dr)
+	waitStandbyState(t, primary, api.StandbyInSync, 20*time.Second)
+
+	// Reservations of a million IDs through every primary node, until
+	// halted; the highest acknowledged is kept.
+	var acked, served atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; !stop.Load() && k < 100_000; k++ {
+				var r api.Range
+				code, err := kit.Do(http.MethodPost, primary[(i+k)%3].url()+"/v1/sequences/"+drSeq+"/ranges", api.ReserveRequest{Count: 1_000_000}, &r)
+				if err != nil || code != http.StatusOK {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				served.Add(1)
+				for {
+					old := acked.Load()
+					if r.Last <= old || acked.CompareAndSwap(old, r.Last) {
+						break
+					}
+				}
+			}
+		}()
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	waitUntil(t, 20*time.Second, "reservations to flow", func() error {
+		if served.Load() < 20 {
+			return fmt.Errorf("%d served", served.Load())
+		}
+		return nil
+	})
+	waitCertified(t, primary, dr)
+
+	if err := dr.signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	outAt, sb := waitStandbyState(t, primary, api.StandbyOutOfSync, 15*time.Second)
+	t.Logf("standby SIGSTOPped: recorded out of sync %v later (%s)", outAt.Sub(stoppedAt).Round(time.Millisecond), sb.Reason)
+	beyond := acked.Load() + 20_000_000 // twice the bound past what it may hold
+	waitUntil(t, 20*time.Second, "the primary to serve 20 M IDs more", func() error {
+		if a := acked.Load(); a < beyond {
+			return fmt.Errorf("acknowledged up to %d", a)
+		}
+		return nil
+	})
+
+	killAt := time.Now()
+	c.kill9(primary...)
+	stop.Store(true)
+	wg.Wait()
+	top := acked.Load()
+	t.Logf("primary SIGKILLed at %s: %d reservations acknowledged, up to %d", killAt.UTC().Format(time.RFC3339Nano), served.Load(), top)
+
+	time.Sleep(300 * time.Millisecond)
+	if err := dr.signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // it reads what was queued
+	if code, _ := c.sigterm(dr, 10*time.Second); code != 0 {
+		t.Fatalf("the standby exited %d after SIGTERM", code)
+	}
+
+	promoteRefused(t, dr.dataDir, []string{"standby not in sync", "--advance"},
+		"--data-dir", dr.dataDir, "--primary-lost-at", killAt.UTC().Format(time.RFC3339Nano), "--max-clock-skew", "200ms")
+
+	out, errOut, code := runCLI(t, nil, "promote", "--data-dir", dr.dataDir, "--advance", "1000000000000")
+	if code != 0 {
+		t.Fatalf("ticketd promote --advance exited %d:\n%s%s", code, out, errOut)
+	}
+	dr.mu.Lock()
+	dr.args = append([]string{"serve", "--id", dr.id, "--data-dir", dr.dataDir, "--http-addr", dr.httpAddr, "--raft-addr", dr.raftAddr}, testTimings...)
+	dr.mu.Unlock()
+	c.start(dr)
+	c.waitReady(20*time.Second, dr)
+	for range 20 {
+		var r api.Range
+		if code, err := kit.Do(http.MethodPost, dr.url()+"/v1/sequences/"+drSeq+"/ranges", api.ReserveRequest{Count: 1000}, &r); err != nil || code != http.StatusOK {
+			t.Fatalf("reserve on the promoted node: %d %v", code, err)
+		}
+		if r.First <= top {
+			t.Fatalf("the promoted node handed out %d..%d, at or below %d that the primary acknowledged", r.First, r.Last, top)
+		}
+	}
+	if !strings.Contains(out, "raised by 1000000000000 ") {
+		t.Fatalf("ticketd promote's output does not say the advance:\n%s", out)
+	}
+}
+
+// waitCertified waits until the standby dr holds a certificate of the
+// in-sync record the primary's leader has applied, valid past now: what a
+// --primary-lost-at of now is weighed against (cluster/standbycert.go).
+func waitCertified(t *testing.T, primary []*node, dr *node) {
+	t.Helper()
+	waitUntil(t, 20*time.Second, "the standby to hold a certificate of its in-sync record", func() error {
+		st, err := leaderStatus(primary)
+		if err != nil || st.Standby == nil || st.Standby.State != api.StandbyInSync {
+			return fmt.Errorf("status %v %v", err, st.Standby)
+		}
+		index, until, ok, err := tdcluster.StandbyCertificate(dr.dataDir)
+		if err != nil || !ok || index != st.Standby.SinceIndex || !until.After(time.Now()) {
+			return fmt.Errorf("certificate of index %d until %s (%v %v); in sync since %d", index, until, ok, err, st.Standby.SinceIndex)
+		}
+		return nil
+	})
+}
