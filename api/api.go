@@ -335,6 +335,20 @@ type StandbyStatus struct {
 	OutOfSyncCount int64  `json:"out_of_sync_count,omitempty"`
 	// Seen is present on the leader only.
 	Seen *StandbySeen `json:"seen,omitempty"`
+	// Certificate is present on the standby itself once it holds one.
+	Certificate *StandbyCertificate `json:"certificate,omitempty"`
+}
+
+// StandbyCertificate is the latest certificate the standby holds: its
+// leader will not record it out of sync before ValidUntil (RFC 3339, the
+// leader's clock), given the in-sync record at InSyncIndex. A promotion
+// trusts that record only if the primary was lost before ValidUntil less
+// the clock skew.
+type StandbyCertificate struct {
+	InSyncIndex uint64 `json:"in_sync_index"`
+	ValidUntil  string `json:"valid_until"`
+	Leader      string `json:"leader"`
+	Term        uint64 `json:"term"`
 }
 
 // StandbySeen is what the leader sees of its standby's replication in its
@@ -347,6 +361,9 @@ type StandbySeen struct {
 	LastContactMs  int64  `json:"last_contact_ms"`
 	LastProgressMs int64  `json:"last_progress_ms"`
 	Promoted       string `json:"promoted,omitempty"`
+	// CertifiedUntil is the latest time of a certificate the standby
+	// said it stored in this term (RFC 3339; absent when none yet).
+	CertifiedUntil string `json:"certified_until,omitempty"`
 }
 
 // Fence records that this cluster's standby answered that it was promoted.

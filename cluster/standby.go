@@ -83,10 +83,16 @@ func (r *replicationSeen) certify(now, until time.Time, every time.Duration) boo
 	return true
 }
 
-// certifiedUntilTime is the latest V certified in this stretch.
-func (r *replicationSeen) certifiedUntilTime() time.Time {
+// outOfSyncNotBefore is when this leader may first record the standby out
+// of sync: after the latest V it certified, and after its stretch's start
+// plus the timeout (an earlier leader's certificate was computed before
+// this stretch began). standbycert.go has why.
+func (r *replicationSeen) outOfSyncNotBefore(timeout time.Duration) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if until := r.start.Add(timeout); until.After(r.certifiedUntil) {
+		return until
+	}
 	return r.certifiedUntil
 }
 
@@ -107,6 +113,13 @@ func (r *replicationSeen) stopCerts(timeout time.Duration) (until time.Time, res
 		r.certsStopped = false
 		r.mu.Unlock()
 	}
+}
+
+// certStoredUntilTime is the latest V the standby said it stored.
+func (r *replicationSeen) certStoredUntilTime() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.certStoredUntil
 }
 
 // certStored records that the standby stored a certificate valid until v.
@@ -450,10 +463,10 @@ func (n *Node) checkStandby(prevLast *uint64, term uint64, certs *certifier) err
 			earliest = oldest.Add(timeout)
 		}
 		switch {
-		case now.Before(n.seen.certifiedUntilTime()):
-			// A certificate this leader issued says not before then
-			// (only a regression gets here early; its blocks wait,
-			// since the match fell with it).
+		case now.Before(n.seen.outOfSyncNotBefore(timeout)):
+			// A certificate says not before then (only a regression
+			// gets here early; its blocks wait, since the match fell
+			// with it).
 			return nil
 		case p.regressed != "":
 			reason = p.regressed
@@ -596,7 +609,13 @@ func (n *Node) standbyStatus() *domain.StandbyStatus {
 		if !p.lastProgress.IsZero() {
 			seen.LastProgress = time.Since(p.lastProgress)
 		}
+		seen.CertifiedUntil = n.seen.certStoredUntilTime()
 		out.Seen = seen
+	}
+	if sb.ID == n.cfg.ID {
+		if c, ok := n.certs.latest(); ok {
+			out.Certificate = &domain.StandbyCertificate{InSyncIndex: c.InSyncIndex, ValidUntil: c.ValidUntil, Leader: c.Leader, Term: c.Term}
+		}
 	}
 	return out
 }

@@ -94,6 +94,13 @@ func (s *certStore) open(dir string) error {
 	return nil
 }
 
+// latest is the stored certificate.
+func (s *certStore) latest() (standbyCert, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, s.has
+}
+
 // accept stores c if it supersedes what is stored.
 func (s *certStore) accept(c standbyCert) error {
 	s.mu.Lock()

@@ -271,6 +271,18 @@ type StandbyStatus struct {
 	// Seen is set on the leader: what it saw of the standby in this
 	// stretch of leadership.
 	Seen *StandbySeen
+	// Certificate is set on the standby itself when it holds one: the
+	// in-sync record its leader certified, and until when (its trust
+	// horizon before the clock skew; cluster/standbycert.go).
+	Certificate *StandbyCertificate
+}
+
+// StandbyCertificate is the certificate a standby holds.
+type StandbyCertificate struct {
+	InSyncIndex uint64
+	ValidUntil  time.Time
+	Leader      string
+	Term        uint64
 }
 
 // StandbySeen is the leader's view of its standby's replication.
@@ -286,6 +298,9 @@ type StandbySeen struct {
 	LastProgress time.Duration
 	// Promoted is the standby's answer when it says it was promoted.
 	Promoted string
+	// CertifiedUntil is the latest V of a certificate the standby said it
+	// stored in this stretch (zero: none yet).
+	CertifiedUntil time.Time
 }
 
 // Fence records that this cluster's standby was promoted.

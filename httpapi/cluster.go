@@ -198,7 +198,10 @@ func apiStandby(sb *domain.StandbyStatus) *api.StandbyStatus {
 		SinceIndex: sb.SinceIndex, Since: rfc3339(sb.Since), Reason: sb.Reason, OutOfSyncCount: sb.OutOfSyncCount}
 	if s := sb.Seen; s != nil {
 		out.Seen = &api.StandbySeen{AckIndex: s.AckIndex, LagEntries: s.LagEntries, LastContactMs: msOrNever(s.LastContact),
-			LastProgressMs: msOrNever(s.LastProgress), Promoted: s.Promoted}
+			LastProgressMs: msOrNever(s.LastProgress), Promoted: s.Promoted, CertifiedUntil: rfc3339(s.CertifiedUntil)}
+	}
+	if c := sb.Certificate; c != nil {
+		out.Certificate = &api.StandbyCertificate{InSyncIndex: c.InSyncIndex, ValidUntil: rfc3339(c.ValidUntil), Leader: c.Leader, Term: c.Term}
 	}
 	return out
 }

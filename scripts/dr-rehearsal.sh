@@ -95,6 +95,9 @@ wait_for() {
 ready() { curl -fsS "http://$1/readyz"; }
 standby_state() { curl -fsS "http://$1/v1/cluster" | sed -n 's/.*"standby":{"id":"[^"]*","state":"\([a-z-]*\)".*/\1/p'; }
 in_sync() { [[ $(standby_state "$1") == in-sync ]]; }
+# the certificate the standby holds (on its own /v1/cluster), one line
+certificate() { curl -fsS "http://$1/v1/cluster" | sed -n 's/.*"certificate":\({[^}]*}\).*/\1/p'; }
+certified() { [[ -n $(certificate "$1") ]]; }
 # reserve_line N: one reservation of N IDs, its JSON answer on one line
 reserve_line() { "$bin" reserve orders "$1" | tr -d ' \n' && echo; }
 # the highest "last" of the ranges (JSON lines) in a file
@@ -140,6 +143,10 @@ step "the standby issues nothing: a reservation on it is refused"
 code=$(curl -s -o /dev/null -w '%{http_code}' -XPOST "http://$(http 4)/v1/sequences/orders/ranges" -d '{"count":1}')
 echo "POST /v1/sequences/orders/ranges on dr: $code"
 [[ $code == 503 ]] || fail "the standby answered $code to a reservation, want 503"
+
+step "the standby holds its leader's certificate: its trust horizon"
+wait_for 20 "the standby to hold a certificate" certified "$(http 4)"
+echo "GET /v1/cluster on dr: certificate $(certificate "$(http 4)")"
 
 step "lose the primary: SIGKILL n1, n2 and n3 at once"
 lost_at=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)

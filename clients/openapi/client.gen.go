@@ -6393,10 +6393,28 @@ type SnowflakeInspection struct {
 // SnowflakeInspectionWorkerRole The namespace's worker role.
 type SnowflakeInspectionWorkerRole string
 
+// StandbyCertificate The latest certificate the standby holds, on the standby's own answer only: its leader will not record it out of sync, nor will any later leader, before `valid_until`, given the in-sync record at `in_sync_index`. `ticketd promote` trusts that record only if the primary was lost before `valid_until` less the clock skew.
+type StandbyCertificate struct {
+	// InSyncIndex The in-sync record the certificate is of.
+	InSyncIndex uint64 `json:"in_sync_index"`
+
+	// Leader The leader that certified it.
+	Leader string `json:"leader"`
+
+	// Term Its term.
+	Term uint64 `json:"term"`
+
+	// ValidUntil Until when, by the certifying leader's clock.
+	ValidUntil time.Time `json:"valid_until"`
+}
+
 // StandbySeen What the leader sees of its standby's replication in its current term. Present on the leader's answer only.
 type StandbySeen struct {
 	// AckIndex The highest log index the standby acknowledged storing.
 	AckIndex uint64 `json:"ack_index"`
+
+	// CertifiedUntil The latest time of a certificate the standby said it stored in this term: the horizon a promotion would weigh the primary's loss against, before the clock skew. Absent when none yet.
+	CertifiedUntil *time.Time `json:"certified_until,omitempty"`
 
 	// LagEntries The leader's last log index less `ack_index`.
 	LagEntries uint64 `json:"lag_entries"`
@@ -6415,6 +6433,9 @@ type StandbySeen struct {
 type StandbyStatus struct {
 	// Bound IDs per sequence the leader may serve past what the standby has stored while it is in sync.
 	Bound int64 `json:"bound"`
+
+	// Certificate The latest certificate the standby holds, on the standby's own answer only: its leader will not record it out of sync, nor will any later leader, before `valid_until`, given the in-sync record at `in_sync_index`. `ticketd promote` trusts that record only if the primary was lost before `valid_until` less the clock skew.
+	Certificate *StandbyCertificate `json:"certificate,omitempty"`
 
 	// Id The standby's node ID.
 	Id string `json:"id"`

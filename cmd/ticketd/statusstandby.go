@@ -87,22 +87,24 @@ func cellVoter(n api.NodeStatus, sb *api.StandbyStatus) string {
 // the log records it, since which entry and when, why it fell out of sync
 // and how often, its bound and timeout, and from the leader's answer what
 // it acknowledged, how far it lags and how long ago it last made progress
-// ("-" when no leader answered, "never" when it made none in this term).
+// ("-" when no leader answered, "never" when it made none in this term),
+// and the latest certificate it stored: the horizon a promotion would weigh
+// the primary's loss against, before the clock skew ("-" when none yet).
 func writeStandby(b *strings.Builder, sb *api.StandbyStatus) error {
 	if sb == nil {
 		return nil
 	}
 	t := newTable(left("STANDBY"), left("STATE"), right("BOUND"), right("TIMEOUT"), right("SINCE INDEX"), left("SINCE"),
-		right("OUT OF SYNC"), right("ACK INDEX"), right("LAG"), right("LAST PROGRESS"), left("REASON"))
-	ack, lag, progress := "-", "-", "-"
+		right("OUT OF SYNC"), right("ACK INDEX"), right("LAG"), right("LAST PROGRESS"), left("CERTIFIED UNTIL"), left("REASON"))
+	ack, lag, progress, certified := "-", "-", "-", "-"
 	if s := sb.Seen; s != nil {
-		ack, lag, progress = cellUint(s.AckIndex), cellUint(s.LagEntries), "never"
+		ack, lag, progress, certified = cellUint(s.AckIndex), cellUint(s.LagEntries), "never", orDash(s.CertifiedUntil)
 		if s.LastProgressMs >= 0 {
 			progress = cellMs(s.LastProgressMs)
 		}
 	}
 	t.row(sb.ID, sb.State, cellInt(sb.Bound), cellMs(sb.TimeoutMs), cellUint(sb.SinceIndex), orDash(sb.Since),
-		cellInt(sb.OutOfSyncCount), ack, lag, progress, sb.Reason)
+		cellInt(sb.OutOfSyncCount), ack, lag, progress, certified, sb.Reason)
 	b.WriteString("\n")
 	return t.write(b)
 }

@@ -33,7 +33,7 @@ func withStandby(n api.NodeStatus, sb api.StandbyStatus, seen *api.StandbySeen) 
 func TestStatusTable_Standby_StateBoundAndTheLeadersView(t *testing.T) {
 	sb := api.StandbyStatus{ID: "dr", State: api.StandbyOutOfSync, Bound: 10_000_000, TimeoutMs: 10_000,
 		SinceIndex: 812, Since: "2026-11-27T06:00:00Z", Reason: "no progress for 10s with entries it lacks", OutOfSyncCount: 2}
-	seen := &api.StandbySeen{AckIndex: 700, LagEntries: 212, LastContactMs: 10_400, LastProgressMs: 31_200}
+	seen := &api.StandbySeen{AckIndex: 700, LagEntries: 212, LastContactMs: 10_400, LastProgressMs: 31_200, CertifiedUntil: "2026-11-27T05:59:58.5Z"}
 	n1 := withStandby(member("n1", "Leader", "v0.33.0", 4, 4), sb, seen)
 	n2 := withStandby(member("n2", "Follower", "v0.33.0", 4, 4), sb, nil)
 	var b strings.Builder
@@ -53,12 +53,12 @@ func TestStatusTable_Standby_StateBoundAndTheLeadersView(t *testing.T) {
 		}
 	}
 	headers, rows := tableRows(t, sec[2])
-	if got := strings.Join(headers, "|"); got != "STANDBY|STATE|BOUND|TIMEOUT|SINCE INDEX|SINCE|OUT OF SYNC|ACK INDEX|LAG|LAST PROGRESS|REASON" {
+	if got := strings.Join(headers, "|"); got != "STANDBY|STATE|BOUND|TIMEOUT|SINCE INDEX|SINCE|OUT OF SYNC|ACK INDEX|LAG|LAST PROGRESS|CERTIFIED UNTIL|REASON" {
 		t.Fatalf("headers %q", got)
 	}
 	want := map[string]string{"STANDBY": "dr", "STATE": "out-of-sync", "BOUND": "10000000", "TIMEOUT": "10s", "SINCE INDEX": "812",
 		"SINCE": "2026-11-27T06:00:00Z", "OUT OF SYNC": "2", "ACK INDEX": "700", "LAG": "212", "LAST PROGRESS": "31.2s",
-		"REASON": "no progress for 10s with entries it lacks"}
+		"CERTIFIED UNTIL": "2026-11-27T05:59:58.5Z", "REASON": "no progress for 10s with entries it lacks"}
 	if len(rows) != 1 {
 		t.Fatalf("%d standby rows, want 1", len(rows))
 	}
@@ -83,7 +83,7 @@ func TestStatusTable_Standby_StateBoundAndTheLeadersView(t *testing.T) {
 		t.Errorf("unreachable standby VOTER %q, want standby", members[2]["VOTER"])
 	}
 	_, rows = tableRows(t, sec[2])
-	if r := rows[0]; r["STATE"] != "out-of-sync" || r["ACK INDEX"] != "-" || r["LAG"] != "-" || r["LAST PROGRESS"] != "-" {
+	if r := rows[0]; r["STATE"] != "out-of-sync" || r["ACK INDEX"] != "-" || r["LAG"] != "-" || r["LAST PROGRESS"] != "-" || r["CERTIFIED UNTIL"] != "-" {
 		t.Errorf("standby without the leader's answer: %v", r)
 	}
 
@@ -94,7 +94,7 @@ func TestStatusTable_Standby_StateBoundAndTheLeadersView(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, rows = tableRows(t, sections(b.String())[2])
-	if r := rows[0]; r["LAST PROGRESS"] != "never" || r["LAG"] != "5" {
+	if r := rows[0]; r["LAST PROGRESS"] != "never" || r["LAG"] != "5" || r["CERTIFIED UNTIL"] != "-" {
 		t.Errorf("standby not heard from in this term: %v", r)
 	}
 
