@@ -26,7 +26,9 @@ import (
 // (standby-contact), and the promoted node handed out IDs the primary had
 // acknowledged. Now a certificate's time is fixed by the leader before it
 // could record the standby out of sync, and the promotion is refused
-// without --advance; with it, nothing acknowledged is handed out again.
+// without --advance; with it, nothing acknowledged is handed out again,
+// and (part 2) no lease of the old region is renewed or its worker id
+// granted again before it rested.
 func TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused(t *testing.T) {
 	c := newCluster(t)
 	addrs := freeAddrs(t, 8)
@@ -41,6 +43,21 @@ func TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused(t *testing.
 	c.waitReady(20*time.Second, primary...)
 	leader := c.leader(10*time.Second, primary)
 	createSequence(t, leader, drSeq)
+	const ttl, recycle = 1000, 1500 // ms
+	nsReq := api.NamespaceRequest{LeaseTTLMs: ptr64(ttl), RecycleDelayMs: ptr64(recycle), MaxWorkers: ptr64(4)}
+	if code, err := kit.Do(http.MethodPut, leader.url()+"/v1/namespaces/"+drNS, nsReq, nil); err != nil || code != http.StatusCreated {
+		t.Fatalf("create namespace %s: %d %v", drNS, code, err)
+	}
+	acquire := func(nodes []*node, holder string) (api.Lease, int) {
+		var l api.Lease
+		var code int
+		for _, n := range nodes {
+			if code, _ = kit.Do(http.MethodPost, n.url()+"/v1/namespaces/"+drNS+"/leases", api.LeaseRequest{Holder: holder, ClientTimeMs: time.Now().UnixMilli()}, &l); code == http.StatusCreated {
+				break
+			}
+		}
+		return l, code
+	}
 	dr := c.newNode("dr", addrs[6], addrs[7], "--join", leader.url(), "--standby", "--standby-timeout", "2s")
 	c.start(dr)
 	waitStandbyState(t, primary, api.StandbyInSync, 20*time.Second)
@@ -80,6 +97,12 @@ func TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused(t *testing.
 	})
 	waitCertified(t, primary, dr)
 
+	leaseA, code := acquire(primary, "old-a")
+	if code != http.StatusCreated {
+		t.Fatalf("acquire old-a: %d", code)
+	}
+	waitCertified(t, primary, dr) // the lease's entry is on the standby
+
 	if err := dr.signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +116,12 @@ func TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused(t *testing.
 		}
 		return nil
 	})
+
+	leaseB, code := acquire(primary, "old-b")
+	if code != http.StatusCreated || leaseB.WorkerID == leaseA.WorkerID {
+		t.Fatalf("acquire old-b: %+v %d", leaseB, code)
+	}
+	t.Logf("the primary holds worker %d (old-a, on the standby) and worker %d (old-b, granted while it was out of sync)", leaseA.WorkerID, leaseB.WorkerID)
 
 	killAt := time.Now()
 	c.kill9(primary...)
@@ -122,6 +151,30 @@ func TestStandby_Processes_PausedAcrossItsOutOfSync_PromotionRefused(t *testing.
 	dr.mu.Unlock()
 	c.start(dr)
 	c.waitReady(20*time.Second, dr)
+	readyAt := time.Now()
+	// Issue 42, part 2: old-a's token is lost, no worker id is granted
+	// before the TTL plus the recycle delay, and the first grant's floor
+	// is above what old-b may have used.
+	if code, err := kit.Do(http.MethodPut, dr.url()+fmt.Sprintf("/v1/namespaces/%s/leases/%d", drNS, leaseA.WorkerID), api.LeaseTokenRequest{Token: leaseA.Token}, nil); err != nil || code != http.StatusConflict {
+		t.Errorf("renewing old-a's token on the promoted node: %d %v, want 409 (lease lost)", code, err)
+	}
+	var granted api.Lease
+	waitUntil(t, 20*time.Second, "a grant on the promoted node", func() error {
+		l, code := acquire([]*node{dr}, "new")
+		if code != http.StatusCreated {
+			return fmt.Errorf("acquire: %d", code)
+		}
+		granted = l
+		return nil
+	})
+	rested := time.Since(readyAt)
+	t.Logf("first grant %v after the promoted node was ready: worker %d, timestamp floor %d", rested.Round(time.Millisecond), granted.WorkerID, granted.TimestampFloorMs)
+	if rested < (ttl+recycle)*time.Millisecond-100*time.Millisecond {
+		t.Errorf("worker %d was granted %v after the promoted node was ready, before the TTL plus the recycle delay", granted.WorkerID, rested)
+	}
+	if floor := killAt.Add(ttl * time.Millisecond).UnixMilli(); granted.TimestampFloorMs < floor {
+		t.Errorf("the first grant's timestamp floor %d is below %d (the loss plus the TTL)", granted.TimestampFloorMs, floor)
+	}
 	for range 20 {
 		var r api.Range
 		if code, err := kit.Do(http.MethodPost, dr.url()+"/v1/sequences/"+drSeq+"/ranges", api.ReserveRequest{Count: 1000}, &r); err != nil || code != http.StatusOK {

@@ -324,7 +324,7 @@ func TestApply_NonCommandLogTypes_IgnoredStateUnchanged(t *testing.T) {
 }
 
 func TestApply_UnknownCommandType_Panics(t *testing.T) {
-	for _, typ := range []byte{0, 17, 0x42, 0x7f} {
+	for _, typ := range []byte{0, 18, 0x42, 0x7f} {
 		f := fsm.New()
 		msg := mustPanic(t, func() { f.Apply(logEntry(7, 1, []byte{typ, '{', '}'})) })
 		if !strings.Contains(msg, "unknown command type") || !strings.Contains(msg, "index 7") {
@@ -339,7 +339,7 @@ func TestApply_UnknownTypeWithIgnoreFlag_SkippedStateUnchanged(t *testing.T) {
 	a.mustCreate("s", 1, 100)
 	before := stateOf(a.f)
 
-	for _, typ := range []byte{0x80, 0x91, 0xfe, 0xff} {
+	for _, typ := range []byte{0x80, 0x92, 0xfe, 0xff} {
 		for _, body := range []string{`{}`, `not json at all`, ``} {
 			data := append([]byte{typ}, body...)
 			if resp := a.f.Apply(logEntry(before.Index+1, 1, data)); resp != nil {

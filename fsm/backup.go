@@ -53,10 +53,11 @@ func ReencodeBackup(backup []byte) ([]byte, error) {
 }
 
 // clusterOnlyDropped leaves out what belongs to the cluster rather than its
-// data: the feature level, the standby, promotions and a fence.
+// data: the feature level, the standby, promotions, a fence and a
+// promotion's rests.
 func (st *snapshotState) clusterOnlyDropped() {
 	st.FeatureLevel = 0
-	st.Standby, st.Promotions, st.Fence = nil, nil, nil
+	st.Standby, st.Promotions, st.Fence, st.PromotionRests = nil, nil, nil, nil
 }
 
 // RestoreBackup is the body of CommandRestoreBackup. The leader stamps it

@@ -60,6 +60,7 @@ const (
 	// level. A node whose binary does not know the level stops at it.
 	CommandSetFeatureLevel CommandType = 15
 	// CommandStandby (16) is declared in standby.go.
+	// CommandEndPromotionRest (17) is declared in promotionrest.go.
 
 	// IgnoreUnknownTypeFlag marks a command that an older version may skip
 	// when it does not know the type (as Nomad does): set it on new command
@@ -102,6 +103,8 @@ func (t CommandType) String() string {
 		return "set-feature-level"
 	case CommandStandby:
 		return "standby"
+	case CommandEndPromotionRest:
+		return "end-promotion-rest"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }

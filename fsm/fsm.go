@@ -123,6 +123,9 @@ type FSM struct {
 	standby    *Standby
 	promotions []Promotion
 	fence      *Fence
+	// promotionRests are the namespaces' records of an untrusted
+	// promotion (promotionrest.go).
+	promotionRests map[string]*PromotionRest
 
 	// faults are the planted bugs of the fault-injection build (faults.go);
 	// in every other build an empty struct whose checks are constants.
@@ -197,6 +200,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return f.applySetFeatureLevel(*c)
 	case *StandbyOp:
 		return f.applyStandby(*c, l.Index)
+	case *EndPromotionRest:
+		return f.applyEndPromotionRest(*c)
 	}
 	panic(fmt.Sprintf("fsm: no handler for %T at index %d", cmd, l.Index)) // decodeCommand and this switch disagree
 }
@@ -248,6 +253,8 @@ func decodeCommand(data []byte) (CommandType, any, error) {
 		body = new(LeaseOp)
 	case CommandStandby:
 		body = &StandbyOp{}
+	case CommandEndPromotionRest:
+		body = new(EndPromotionRest)
 	case CommandSetFeatureLevel:
 		body = new(SetFeatureLevel)
 	default:
@@ -473,6 +480,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
 	f.clusterLevel.Store(uint32(st.FeatureLevel))
 	f.standby, f.promotions, f.fence = st.Standby, st.Promotions, st.Fence
+	f.promotionRests = nil
+	for i := range st.PromotionRests {
+		if f.promotionRests == nil {
+			f.promotionRests = map[string]*PromotionRest{}
+		}
+		r := st.PromotionRests[i]
+		f.promotionRests[r.Namespace] = &r
+	}
 	f.leaseChanges++
 	return nil
 }
@@ -526,6 +541,9 @@ func (f *FSM) stateLocked() snapshotState {
 	}
 	if len(st.Promotions) == 0 {
 		st.Promotions = nil
+	}
+	if len(f.promotionRests) > 0 {
+		st.PromotionRests = sortedRests(f.promotionRests)
 	}
 	for _, n := range st.Namespaces {
 		st.Leases = append(st.Leases, sortedLeases(f.leases[n.Name])...)

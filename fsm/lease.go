@@ -198,8 +198,13 @@ func (e WorkerUnavailableError) Error() string {
 func (e WorkerUnavailableError) Is(target error) bool { return target == ErrWorkerUnavailable }
 
 // EncodeLeaseOp encodes a CommandLease entry.
-// A chosen acquire goes as CommandLeaseV2.
+// A chosen acquire goes as CommandLeaseV2, the end of a promotion's rest as
+// CommandEndPromotionRest.
 func EncodeLeaseOp(c LeaseOp) []byte {
+	if c.Op == LeaseOpEndPromotionRest {
+		// The lessor's timer names the rest it started from as Version.
+		return mustEncode(CommandEndPromotionRest, EndPromotionRest{Namespace: c.Namespace, Index: c.Version, Stamp: c.Stamp})
+	}
 	if c.Chosen {
 		return mustEncode(CommandLeaseV2, c)
 	}
@@ -284,6 +289,9 @@ func (f *FSM) acquire(c LeaseOp, now int64, index, term uint64) any {
 	ns, leases, err := f.leaseTarget(c.Namespace, c.Holder, c.RequestID)
 	if err != nil {
 		return err
+	}
+	if since := f.restingSince(ns.Name); since != 0 {
+		return restRefusal(ns, since)
 	}
 	if c.Chosen {
 		return f.acquireChosen(ns, leases, c, now, index, term)
@@ -433,6 +441,7 @@ func (f *FSM) grant(ns *Namespace, w int64, holder, requestID string, clientMs i
 		}
 		l.TimestampFloorMs = prev.nextFloor()
 	}
+	l.TimestampFloorMs = max(l.TimestampFloorMs, f.promotionFloor(ns.Name))
 	leases[w] = l
 	f.tokenFloor = max(f.tokenFloor, token)
 	f.leaseChanges++
@@ -451,6 +460,9 @@ func (f *FSM) applyLegacyAcquire(c AcquireLease, index, term uint64) any {
 	ns, leases, err := f.leaseTarget(c.Namespace, c.Holder, c.RequestID)
 	if err != nil {
 		return err
+	}
+	if since := f.restingSince(ns.Name); since != 0 {
+		return restRefusal(ns, since)
 	}
 	if c.RequestID != "" && !f.faults.skipAcquireIdempotency() {
 		for _, l := range leases {

@@ -1,6 +1,9 @@
 package fsm
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // LeaseTimer is what the leader's timers need of a lease that is held or
 // resting.
@@ -11,7 +14,9 @@ type LeaseTimer struct {
 	Version   uint64
 	State     LeaseState
 	// WaitMs is how long the leader waits before it proposes the next
-	// step: the TTL for a held lease, the recycle delay for an ended one.
+	// step: the TTL for a held lease, the recycle delay for an ended one,
+	// both for a namespace resting after a promotion (LeaseResting, whose
+	// WorkerID is PromotionRestWorker and Version the rest's index).
 	WaitMs int64
 }
 
@@ -23,8 +28,8 @@ func (f *FSM) LeaseChanges() uint64 {
 	return f.leaseChanges
 }
 
-// LeaseTimers returns every lease that is held or resting, and the count of
-// changes it reflects.
+// LeaseTimers returns every lease that is held or resting, every namespace
+// resting after a promotion, and the count of changes it reflects.
 func (f *FSM) LeaseTimers() ([]LeaseTimer, uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -42,6 +47,15 @@ func (f *FSM) LeaseTimers() ([]LeaseTimer, uint64) {
 				continue
 			}
 			out = append(out, t)
+		}
+	}
+	for name, r := range f.promotionRests {
+		if ns := f.namespaces[name]; ns != nil && r.Index != 0 {
+			wait := int64(math.MaxInt64)
+			if ns.LeaseTTLMs <= math.MaxInt64-ns.RecycleDelayMs {
+				wait = ns.LeaseTTLMs + ns.RecycleDelayMs
+			}
+			out = append(out, LeaseTimer{Namespace: name, WorkerID: PromotionRestWorker, Version: r.Index, State: LeaseResting, WaitMs: wait})
 		}
 	}
 	return out, f.leaseChanges

@@ -39,9 +39,12 @@ const (
 	// type 16 and snapshot format 7 (which carries the standby, its
 	// promotions and a fence).
 	LevelStandby FeatureLevel = 4
+	// LevelPromotionRest added the namespaces' rest after a promotion with
+	// --advance (issue 42): entry type 17 and snapshot format 8.
+	LevelPromotionRest FeatureLevel = 5
 
 	// CurrentLevel is the highest level this binary knows.
-	CurrentLevel = LevelStandby
+	CurrentLevel = LevelPromotionRest
 )
 
 // entryTypeLevels is the level each log entry type needs: one place to
@@ -63,6 +66,7 @@ var entryTypeLevels = map[CommandType]FeatureLevel{
 	CommandLeaseV2:           LevelRaiseAndShards,
 	CommandSetFeatureLevel:   LevelClusterLevel,
 	CommandStandby:           LevelStandby,
+	CommandEndPromotionRest:  LevelPromotionRest,
 }
 
 // snapshotFormatLevels is the level that can read each snapshot format.
@@ -71,6 +75,7 @@ var snapshotFormatLevels = map[uint32]FeatureLevel{
 	5: LevelRaiseAndShards,
 	6: LevelClusterLevel,
 	7: LevelStandby,
+	8: LevelPromotionRest,
 }
 
 // LevelDescription describes a feature level for people: the highest log

@@ -162,7 +162,7 @@ func (g *gen) next() *raft.Log {
 		}
 		l.Data = fsm.EncodeRaiseSequence(fsm.RaiseSequence{Name: name, AtLeast: at})
 	case p < 97: // a type this version does not know, marked ignorable
-		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(17+r.IntN(0x6f)), '{', '}'} // 17..0x7f: not a known type
+		l.Data = []byte{byte(fsm.IgnoreUnknownTypeFlag) | byte(18+r.IntN(0x6e)), '{', '}'} // 18..0x7f: not a known type
 	default: // entries raft may hand an FSM that are not commands
 		l.Type = []raft.LogType{raft.LogNoop, raft.LogBarrier, raft.LogConfiguration}[r.IntN(3)]
 		l.Data = []byte{0xff}

@@ -36,8 +36,9 @@ var snapshotMagic = [8]byte{'T', 'K', 'T', 'D', 'S', 'N', 'A', 'P'}
 // keeps a state that needs a newer format from arising before every member
 // can read it.
 // Version 7 added the disaster-recovery standby, promotions and the fence
-// (standby.go); an older snapshot has none.
-const SnapshotVersion uint32 = 7
+// (standby.go); an older snapshot has none. Version 8 added the namespaces'
+// rests after an untrusted promotion (promotionrest.go).
+const SnapshotVersion uint32 = 8
 
 type snapshotState struct {
 	LastIndex  uint64        `json:"last_index"`
@@ -60,6 +61,10 @@ type snapshotState struct {
 	Standby    *Standby    `json:"standby,omitempty"`
 	Promotions []Promotion `json:"promotions,omitempty"`
 	Fence      *Fence      `json:"fence,omitempty"`
+	// PromotionRests (v8, promotionrest.go): the namespaces' rests and
+	// timestamp floors after an untrusted promotion; a backup leaves them
+	// out.
+	PromotionRests []PromotionRest `json:"promotion_rests,omitempty"`
 }
 
 type snapshot struct {
@@ -78,12 +83,16 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *snapshot) Release() {}
 
-// snapshotFormat is the oldest format that carries st: 7 for a standby, a
+// snapshotFormat is the oldest format that carries st: 8 for a promotion's
+// rests, 7 for a standby, a
 // promotion or a fence, 6 for a recorded
 // feature level above the base, 5 for a namespace with a worker role or
 // horizon or a raise record, 4 otherwise (v4 is the oldest format this
 // binary writes: every field v1 to v3 derive is in the state).
 func (st *snapshotState) snapshotFormat() uint32 {
+	if len(st.PromotionRests) > 0 {
+		return 8
+	}
 	if st.Standby != nil || len(st.Promotions) > 0 || st.Fence != nil {
 		return 7
 	}
@@ -130,8 +139,8 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 		return st, fmt.Errorf("fsm: not a ticketd snapshot (magic %q)", hdr[:8])
 	}
 	switch v := binary.BigEndian.Uint32(hdr[8:]); v {
-	case 1, 2, 3, 4, 5, 6, 7:
-		// v2 to v7 only added fields, so all decode into the same
+	case 1, 2, 3, 4, 5, 6, 7, 8:
+		// v2 to v8 only added fields, so all decode into the same
 		// struct; an older body has none of the newer ones.
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
@@ -149,6 +158,9 @@ func readSnapshot(r io.Reader) (snapshotState, error) {
 				return st, fmt.Errorf("fsm: snapshot v%d holds fields of v3", v)
 			}
 			st.upgrade()
+		}
+		if v < 8 && len(st.PromotionRests) > 0 {
+			return st, fmt.Errorf("fsm: snapshot v%d holds the promotion rests of v8", v)
 		}
 		if v < 7 && (st.Standby != nil || len(st.Promotions) > 0 || st.Fence != nil) {
 			return st, fmt.Errorf("fsm: snapshot v%d holds the standby fields of v7", v)

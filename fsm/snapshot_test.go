@@ -226,7 +226,7 @@ func TestSnapshotRestore_RejectsCorruptSnapshots_StateUnchanged(t *testing.T) {
 		{"truncated header", []byte("TKTDSN"), "header"},
 		{"bad magic", rawSnapshot("NOTTICKT", 1, goodBody), "not a ticketd snapshot"},
 		{"magic of another case", rawSnapshot("tktdsnap", 1, goodBody), "not a ticketd snapshot"},
-		{"newer version 8", rawSnapshot("TKTDSNAP", 8, goodBody), "version 8"},
+		{"newer version 9", rawSnapshot("TKTDSNAP", 9, goodBody), "version 9"},
 		{"version MaxUint32", rawSnapshot("TKTDSNAP", math.MaxUint32, goodBody), "version 4294967295"},
 		{"version 0", rawSnapshot("TKTDSNAP", 0, goodBody), "version 0"},
 		{"little-endian version 1", append([]byte("TKTDSNAP\x01\x00\x00\x00"), goodBody...), "version 16777216"},

@@ -300,6 +300,10 @@ type PromoteResult struct {
 	Sequences  int
 	Exhausted  []string // sequences the advance used up (never wrapped)
 	HeldLeases int      // leases still held: each is timed out afresh by the new leader
+	// EndedLeases and RestingNamespaces: with the operator's advance,
+	// the held leases ended ("promoted") and the namespaces resting.
+	EndedLeases       int
+	RestingNamespaces int
 }
 
 // Promote makes the standby id's state the state of a new cluster: every
@@ -331,11 +335,26 @@ func (f *FSM) Promote(id string, advance int64, atMs int64, oldMembers []string)
 			s.Issued += adv
 		}
 	}
+	// A promotion with the operator's advance cannot trust the leases it
+	// holds: the standby may have missed grants, renewals and ends. Every
+	// namespace rests then (promotionrest.go): held leases end, every
+	// worker id waits the TTL plus the recycle delay from when the new
+	// leader serves, and later grants get a floor above what any old
+	// holder can have used. Its level is raised with it, so that no
+	// binary that would grant during the rest can join.
+	if advance != 0 && len(f.namespaces) > 0 {
+		res.EndedLeases = f.restNamespaces(f.lastIndex, atMs)
+		res.RestingNamespaces = len(f.namespaces)
+		if f.ClusterLevel() < LevelPromotionRest {
+			f.clusterLevel.Store(uint32(LevelPromotionRest))
+		}
+	}
 	// Held leases stay held: the new leader's lessor restarts a full TTL
 	// for each (their version changes) and then the recycle delay, so no
 	// worker id leased in the old region is granted before its TTL plus
 	// recycle delay from when the promoted node serves, which is after the
-	// old region was lost and so after the holder's last renewal.
+	// old region was lost and so after the holder's last renewal. (A
+	// standby in sync stored every lease write before it was answered.)
 	for _, byID := range f.leases {
 		for _, l := range byID {
 			l.Version = f.lastIndex

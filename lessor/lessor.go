@@ -160,13 +160,18 @@ func (l *Lessor) scan(timers map[timerKey]*timer) uint64 {
 }
 
 // fire proposes the timer's entry: an expiry for a held lease, a recycle
-// for an ended one. The entry names the lease's token and version, so it
+// for an ended one, the end of a namespace's rest after a promotion. The entry names the lease's token and version, so it
 // changes nothing if the lease moved on meanwhile (a renewal that was
 // applied after the scan); a failed proposal is tried again a tick later.
 func (l *Lessor) fire(ctx context.Context, t *timer) {
 	op := fsm.LeaseOp{Op: fsm.LeaseOpExpire, Namespace: t.Namespace, WorkerID: t.WorkerID, Token: t.Token, Version: t.Version}
-	if t.State == fsm.LeaseEnded {
+	switch t.State {
+	case fsm.LeaseEnded:
 		op.Op = fsm.LeaseOpRecycle
+	case fsm.LeaseResting:
+		// A namespace resting after a promotion: every worker id is
+		// free to grant once the TTL plus the recycle delay passed.
+		op = fsm.LeaseOp{Op: fsm.LeaseOpEndPromotionRest, Namespace: t.Namespace, Version: t.Version}
 	}
 	pctx, cancel := context.WithTimeout(ctx, l.cfg.ProposeTimeout)
 	defer cancel()

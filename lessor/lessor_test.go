@@ -137,3 +137,43 @@ func TestLessor_ExpiresRecyclesAndRestartsTimersOnLeadership(t *testing.T) {
 		}
 	}
 }
+
+// After a promotion with --advance every namespace rests: the lessor ends
+// the rest once the TTL plus the recycle delay have passed since it began
+// to serve, never sooner, and then a worker id is granted again.
+func TestLessor_EndsAPromotionRestAfterTTLPlusRecycle(t *testing.T) {
+	r := newReplica(t)
+	r.grant(t, "old")
+	for _, op := range []fsm.StandbyOp{{Op: fsm.StandbyAdd, ID: "dr", Bound: fsm.DefaultStandbyBound, TimeoutMs: 1000}, {Op: fsm.StandbyInSync, ID: "dr"}} {
+		if resp := r.apply(t, fsm.EncodeStandbyOp(op)); resp != nil {
+			t.Fatal(resp)
+		}
+	}
+	if _, err := r.f.Promote("dr", 2*fsm.DefaultStandbyBound, time.Now().UnixMilli(), nil); err != nil {
+		t.Fatal(err)
+	}
+	acquire := func() any {
+		return r.apply(t, fsm.EncodeLeaseOp(fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: "ns", Holder: "new"}))
+	}
+	if _, ok := acquire().(fsm.Lease); ok {
+		t.Fatal("a worker id was granted during the rest")
+	}
+	ls := lessor.New(r.f, r.propose, lessor.Config{Tick: 10 * time.Millisecond})
+	defer ls.LeadershipLost()
+	start := time.Now()
+	ls.LeadershipAcquired()
+	var over time.Time
+	testkit.EventuallyErr(t, 5*time.Second, 5*time.Millisecond, "the rest to end", func() error {
+		if rs := r.f.PromotionRests(); len(rs) != 1 || rs[0].Index != 0 {
+			return fmt.Errorf("rests %+v", rs)
+		}
+		over = time.Now()
+		return nil
+	})
+	if d := over.Sub(start); d < 2*time.Second { // TTL 1 s + recycle 1 s
+		t.Fatalf("the rest ended %v after the lessor began, before the TTL plus the recycle delay", d)
+	}
+	if l, ok := acquire().(fsm.Lease); !ok || l.TimestampFloorMs == 0 {
+		t.Fatalf("after the rest: %+v", l)
+	}
+}

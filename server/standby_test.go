@@ -664,3 +664,87 @@ func TestPromote_MemberJoinedAfterTheCut_OldRegionBackWithItLeading_Refused(t *t
 		t.Fatalf("promoted node: %+v %v", st, err)
 	}
 }
+
+// TestPromote_WithAdvance_LeasesOfTheOldRegion_NotGrantedAgain_OldTokensLost
+// is issue 42's second part in process. A lease of worker 0 is on the
+// standby; its link is cut, the primary records it out of sync and grants
+// worker 1, which the standby never learns of; the whole primary dies. The
+// standby, promoted with --advance, granted worker 1 at once to another
+// holder, and renewed worker 0's old token. Now every held lease ended
+// ("promoted": the old token is lost), no worker id is granted until the
+// promoted leader has served for the TTL plus the recycle delay, and the
+// first grant's timestamp floor is above the promotion's time plus the TTL.
+func TestPromote_WithAdvance_LeasesOfTheOldRegion_NotGrantedAgain_OldTokensLost(t *testing.T) {
+	const ttl, recycle = 1000, 1500 // ms: the smallest a namespace takes
+	tc := testcluster.New(t, 3, nil)
+	primary := tc.Running()
+	leader := tc.Leader(10 * time.Second)
+	if code, err := tc.Do(http.MethodPut, tc.URL(leader)+"/v1/namespaces/flakes", api.NamespaceRequest{
+		LeaseTTLMs: i64(ttl), RecycleDelayMs: i64(recycle), MaxWorkers: i64(4)}, nil); err != nil || code/100 != 2 {
+		t.Fatalf("create namespace: %d %v", code, err)
+	}
+	dr := addStandby(t, tc, "dr")
+	waitStandbyState(t, tc, api.StandbyInSync, 15*time.Second)
+	acquire := func(n *testcluster.Node, holder string) (api.Lease, int, error) {
+		var l api.Lease
+		code, err := tc.Do(http.MethodPost, tc.URL(n)+"/v1/namespaces/flakes/leases", api.LeaseRequest{Holder: holder, ClientTimeMs: time.Now().UnixMilli()}, &l)
+		return l, code, err
+	}
+	a, code, err := acquire(tc.Leader(5*time.Second), "old-a")
+	if err != nil || code != http.StatusCreated {
+		t.Fatalf("acquire old-a: %d %v", code, err)
+	}
+
+	tc.Net.Isolate("dr")
+	waitStandbyState(t, tc, api.StandbyOutOfSync, 10*time.Second)
+	b, code, err := acquire(tc.Leader(5*time.Second), "old-b")
+	if err != nil || code != http.StatusCreated || b.WorkerID == a.WorkerID {
+		t.Fatalf("acquire old-b: %+v %d %v", b, code, err)
+	}
+	t.Logf("the primary holds worker %d (old-a, on the standby) and worker %d (old-b, granted after the cut)", a.WorkerID, b.WorkerID)
+	lostAt := time.Now()
+	for _, n := range primary {
+		tc.Kill(n.ID)
+	}
+	tc.Kill("dr")
+	tc.Net.Heal("dr")
+
+	rep, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: 1 << 40, Now: lostAt.Add(100 * time.Millisecond)})
+	if err != nil {
+		t.Fatalf("promote --advance: %v", err)
+	}
+	t.Logf("promoted: %+v", rep.Result)
+	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	var servedAt time.Time
+	testkit.EventuallyErr(t, 15*time.Second, 10*time.Millisecond, "the promoted node to lead", func() error {
+		if st, err := dr.Srv.Node().Status(); err != nil || st.State != "Leader" {
+			return fmt.Errorf("state %v %v", st.State, err)
+		}
+		servedAt = time.Now()
+		return nil
+	})
+
+	// The old token is lost.
+	if code, err := tc.Do(http.MethodPut, tc.URL(dr)+fmt.Sprintf("/v1/namespaces/flakes/leases/%d", a.WorkerID), api.LeaseTokenRequest{Token: a.Token}, nil); err != nil || code != http.StatusConflict {
+		t.Errorf("renewing old-a's token on the promoted node: %d %v, want 409 (lease lost)", code, err)
+	}
+	// Nothing is granted before the rest is over; then the first grant
+	// carries a floor above what old-b may have used.
+	var granted api.Lease
+	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "a grant on the promoted node", func() error {
+		l, code, err := acquire(dr, "new")
+		if err != nil || code != http.StatusCreated {
+			return fmt.Errorf("%d %v", code, err)
+		}
+		granted = l
+		return nil
+	})
+	rested := time.Since(servedAt)
+	t.Logf("first grant %v after the promoted node led: worker %d, floor %d", rested.Round(time.Millisecond), granted.WorkerID, granted.TimestampFloorMs)
+	if rested < (ttl+recycle)*time.Millisecond-50*time.Millisecond {
+		t.Errorf("worker %d was granted %v after the promoted node led, before the TTL plus the recycle delay (%d ms): a holder of the old region may still use it", granted.WorkerID, rested, ttl+recycle)
+	}
+	if floor := lostAt.Add(ttl * time.Millisecond).UnixMilli(); granted.TimestampFloorMs < floor {
+		t.Errorf("first grant's timestamp floor %d, below %d (the loss plus the TTL): old-b may have used timestamps up to it", granted.TimestampFloorMs, floor)
+	}
+}

@@ -65,6 +65,7 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 			"id": rep.ID, "raft_addr": rep.RaftAddr, "last_index": rep.LastIndex, "advance": p.Advance,
 			"state": p.State, "token_floor": p.TokenFloor, "sequences": rep.Result.Sequences,
 			"exhausted": rep.Result.Exhausted, "held_leases": rep.Result.HeldLeases,
+			"ended_leases": rep.Result.EndedLeases, "resting_namespaces": rep.Result.RestingNamespaces,
 		})
 	}
 	fmt.Fprintf(stdout, "promoted %s (raft %s): its state up to index %d is now a one-node cluster\n", rep.ID, rep.RaftAddr, rep.LastIndex)
@@ -75,7 +76,11 @@ func promoteCmd(args []string, stdout, stderr io.Writer) error {
 	if len(rep.Result.Exhausted) > 0 {
 		fmt.Fprintf(stdout, "  exhausted by the advance (fewer IDs left than it): %v\n", rep.Result.Exhausted)
 	}
-	fmt.Fprintf(stdout, "  %d worker-id leases held: each is timed out with a full TTL, then its id rests the recycle delay, from when the new leader serves\n", rep.Result.HeldLeases)
+	if rep.Result.RestingNamespaces > 0 {
+		fmt.Fprintf(stdout, "  with --advance the leases cannot be trusted: %d held leases ended (their tokens no longer renew), and every worker id of %d namespaces rests its TTL plus recycle delay from when the new leader serves; later grants carry a timestamp floor above the promotion's time plus the TTL\n", rep.Result.EndedLeases, rep.Result.RestingNamespaces)
+	} else {
+		fmt.Fprintf(stdout, "  %d worker-id leases held: each is timed out with a full TTL, then its id rests the recycle delay, from when the new leader serves\n", rep.Result.HeldLeases)
+	}
 	fmt.Fprintf(stdout, "  lease fencing floor raised to %d\n", p.TokenFloor)
 	fmt.Fprintf(stdout, "next: ticketd serve --id %s --data-dir %s with the same --raft-addr (it is reached at %s) as before, without --standby or --join; point clients at it; join new nodes to it\n", rep.ID, *dataDir, rep.RaftAddr)
 	return nil
