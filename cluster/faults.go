@@ -18,6 +18,12 @@ type faultConfig struct {
 	// answers lease writes without waiting for its in-sync standby, so a
 	// promotion's advance no longer covers what the primary served.
 	UnsafeStandbyNoWait bool
+	// UnsafeStandbyTrustReceipt is a planted bug, the rule before issue
+	// 42: the standby stamps a certificate with the time it read it plus
+	// its timeout (less a tenth), not the time its leader fixed, so one
+	// read late (a paused process, a slow link) vouches for a time after
+	// the leader recorded it out of sync.
+	UnsafeStandbyTrustReceipt bool
 }
 
 func (c faultConfig) skipBarrier() bool { return c.UnsafeSkipBarrier }
@@ -25,3 +31,5 @@ func (c faultConfig) skipBarrier() bool { return c.UnsafeSkipBarrier }
 func (c faultConfig) groupedBlocksIgnoreLevel() bool { return c.UnsafeGroupedBlocksIgnoreLevel }
 
 func (c faultConfig) standbyNoWait() bool { return c.UnsafeStandbyNoWait }
+
+func (c faultConfig) standbyTrustReceipt() bool { return c.UnsafeStandbyTrustReceipt }

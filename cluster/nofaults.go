@@ -12,3 +12,5 @@ func (faultConfig) skipBarrier() bool { return false }
 func (faultConfig) groupedBlocksIgnoreLevel() bool { return false }
 
 func (faultConfig) standbyNoWait() bool { return false }
+
+func (faultConfig) standbyTrustReceipt() bool { return false }

@@ -159,6 +159,10 @@ func (n *Node) acceptCert(cert standbyCert) error {
 	case !sb.InSync() || sb.SinceIndex != cert.InSyncIndex:
 		return fmt.Errorf("this node has applied the %s record at index %d, not the in-sync record at %d yet", sb.State, sb.SinceIndex, cert.InSyncIndex)
 	}
+	if n.cfg.standbyTrustReceipt() {
+		timeout := time.Duration(sb.TimeoutMs) * time.Millisecond
+		cert.ValidUntil = time.Now().Add(timeout - timeout/10).UTC() // the planted bug (faults.go)
+	}
 	return n.certs.accept(cert)
 }
 

@@ -125,12 +125,24 @@ type dr struct {
 	sb  *Node
 	old []*Node
 
+	// sbPaused is set while the "paused" disaster holds the standby
+	// SIGSTOPped.
+	sbPaused bool
+
 	mu        sync.Mutex
 	lastState string
 	// lostAt is when the harness killed the primary: what an operator
 	// passes as --primary-lost-at.
 	lostAt time.Time
 }
+
+// The disasters --dr-disaster takes, and the "delayed" one's link.
+var drDisasters = []string{"in-sync", "out-of-sync", "paused", "delayed"}
+
+const (
+	drDelay      = 400 * time.Millisecond
+	drDelayQueue = 7790 // NFQUEUE number, apart from the nemesis's (7700 on)
+)
 
 // drMaxClockSkew is the --max-clock-skew the harness promotes with.
 const drMaxClockSkew = 50 * time.Millisecond
@@ -188,7 +200,7 @@ func (d *dr) startStandby() error {
 	args := []string{"serve", "--id", n.ID, "--data-dir", st.dataDir, "--http-addr", b.apiHostPort(n), "--raft-addr", b.raftAddr(n),
 		"--join", strings.Join(n.JoinURLs, ","), "--standby", "--standby-timeout", d.cfg.DRStandbyTimeout.String()}
 	args = append(args, b.tlsArgs(n)...)
-	args = append(args, d.cfg.timingArgs()...)
+	args = append(args, d.cfg.timingArgs()...) // with --unsafe-fault: the standby is a replica like the others
 	p, err := proc.Start(proc.Spec{Path: b.bin, Args: args, Env: []string{"TICKETD_TOKENS=" + d.cfg.tokensEnv()},
 		Log: filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, st.runs+1)), Header: true, OwnGroup: true,
 		Prefix: []string{"ip", "netns", "exec", slotNS(n.Slot)}})
@@ -354,18 +366,33 @@ func (d *dr) disaster(ctx context.Context) error {
 		if err := d.cutStandby(); err != nil {
 			return err
 		}
-		if _, err := d.waitState(hctx, api.StandbyOutOfSync, 20*time.Second); err != nil {
-			return fmt.Errorf("standby before the disaster: %w", err)
+		if err := d.serveOnWithoutIt(hctx); err != nil {
+			return err
 		}
-		sleepCtx(hctx, 2*time.Second) // the primary serves on without it
-		// --dr-large: reservations of the largest count a client may
-		// ask, through the leader, recorded like any other: more than the
-		// bound past what the standby stored.
-		for i := 0; i < d.cfg.DRLarge; i++ {
-			if l, err := d.c.leader(hctx, 5*time.Second); err == nil {
-				o := d.w.reserveOp(d.c, l, checker.Op{Worker: drWorker + 1, Seq: mainSeqs[0], Count: api.MaxReserveCount})
-				d.log("dr: large reservation on %s: %s %d..%d", l.ID, o.Outcome, o.First, o.Last)
-			}
+	case "paused":
+		// Issue 42: a standby paused (a VM pause, a long GC) keeps what
+		// the primary sends it queued in its sockets, certificates
+		// included, and reads it only when it resumes, after the loss.
+		if err := d.c.b.signal(d.sb, syscall.SIGSTOP); err != nil {
+			return err
+		}
+		d.sbPaused = true
+		if err := d.serveOnWithoutIt(hctx); err != nil {
+			return err
+		}
+	case "delayed":
+		// Issue 42: a slow link (400 ms each way) first, then the
+		// standby's answers lost: the leader records it out of sync
+		// while what it sent is still on its way.
+		if err := d.nf.slow(d.sb, drDelayQueue, drDelay, drDelay/8); err != nil {
+			return err
+		}
+		sleepCtx(hctx, 3*time.Second)
+		if _, err := d.nf.ipt(d.sb, "-I", "TJ_OUT", "1", "-d", subnet+".0/24", "-j", "DROP"); err != nil {
+			return err
+		}
+		if err := d.serveOnWithoutIt(hctx); err != nil {
+			return err
 		}
 	}
 	if l, s, err := d.standbyStatus(hctx); err == nil {
@@ -389,6 +416,18 @@ func (d *dr) disaster(ctx context.Context) error {
 	d.c.members, d.c.stray = []*Node{d.sb}, nil // the workers now go to the standby only
 	d.c.mu.Unlock()
 	d.log("dr: DISASTER: killed %v at %.1fs of the workload (standby was %s)", ids(d.old), d.rep.KillMs/1000, orDash(d.rep.StateAtKill))
+	switch {
+	case d.sbPaused:
+		// It resumes after the loss and reads its queue before it stops.
+		sleepCtx(hctx, 300*time.Millisecond)
+		if err := d.c.b.signal(d.sb, syscall.SIGCONT); err != nil {
+			return err
+		}
+		d.sbPaused = false
+		sleepCtx(hctx, time.Second)
+	case d.cfg.DRDisaster == "delayed":
+		sleepCtx(hctx, 2*drDelay+500*time.Millisecond) // what was in flight arrives
+	}
 	_ = d.nf.heal()
 	if err := d.c.kill(d.sb, syscall.SIGTERM); err != nil {
 		d.log("dr: stopping the standby: %v", err)
@@ -421,6 +460,25 @@ func (d *dr) disaster(ctx context.Context) error {
 		}
 	}
 	d.log("dr: promoted %s serving at %.1fs of the workload (%.1fs after the disaster)", d.sb.ID, d.rep.ServingMs/1000, (d.rep.ServingMs-d.rep.KillMs)/1000)
+	return nil
+}
+
+// serveOnWithoutIt waits until the primary's leader records the standby out
+// of sync, and lets the primary serve on without it: 2 s of the workload
+// and, with --dr-large, reservations of the largest count a client may ask
+// through the leader, recorded like any other (more than the bound past
+// what the standby stored).
+func (d *dr) serveOnWithoutIt(ctx context.Context) error {
+	if _, err := d.waitState(ctx, api.StandbyOutOfSync, 20*time.Second); err != nil {
+		return fmt.Errorf("standby before the disaster: %w", err)
+	}
+	sleepCtx(ctx, 2*time.Second)
+	for i := 0; i < d.cfg.DRLarge; i++ {
+		if l, err := d.c.leader(ctx, 5*time.Second); err == nil {
+			o := d.w.reserveOp(d.c, l, checker.Op{Worker: drWorker + 1, Seq: mainSeqs[0], Count: api.MaxReserveCount})
+			d.log("dr: large reservation on %s: %s %d..%d", l.ID, o.Outcome, o.First, o.Last)
+		}
+	}
 	return nil
 }
 

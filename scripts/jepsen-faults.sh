@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all fourteen
+#   scripts/jepsen-faults.sh                       # all fifteen
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -14,7 +14,8 @@ jepsen_require_root
 faults=("$@")
 (( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks raise-no-cut raise-cut-by-caller skip-barrier
   restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry
-  grouped-blocks-ignore-level snowflake-serve-after-lease snowflake-ignore-floor promote-without-advance)
+  grouped-blocks-ignore-level snowflake-serve-after-lease snowflake-ignore-floor promote-without-advance
+  standby-trust-receipt)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -116,6 +117,16 @@ for f in "${faults[@]}"; do
     # flight, usually none: that run is valid even with the plant.)
     promote-without-advance) prof=(--dr --dr-disaster out-of-sync --time-limit 40s --dr-after 10s --nemesis kill-leader,partition-leader,pause-leader
       --fault-min 2s --fault-max 3s --many-workers 4) ;;
+    # The standby stamps a certificate with the time it read it, as the
+    # rule before issue 42 did with standby-contact. A DR run whose
+    # disaster pauses the standby (SIGSTOP) until its leader records it
+    # out of sync, lets the primary serve two bounds (--dr-large 2) past
+    # it, kills the primary and only then resumes the standby: it reads
+    # the certificate queued in its socket and stamps it after the loss.
+    # promote trusts its in-sync record for the time of the kill, and the
+    # promoted node hands out again what the primary served past the bound.
+    standby-trust-receipt) prof=(--dr --dr-disaster paused --dr-large 2 --time-limit 40s --dr-after 10s
+      --nemesis kill-leader,partition-leader,pause-leader --fault-min 2s --fault-max 3s --many-workers 4) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac
   JEPSEN_WAIT_IDLE=${JEPSEN_WAIT_IDLE:-300} jepsen_wait_idle
