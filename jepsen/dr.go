@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,26 +53,29 @@ const (
 
 // drReport is results.json's run.dr.
 type drReport struct {
-	Standby        string         `json:"standby"`
-	StandbyTimeout string         `json:"standby_timeout"`
-	Disaster       string         `json:"disaster"` // in-sync or out-of-sync: how the harness arranged it
-	Fault          string         `json:"fault,omitempty"`
-	Flips          []drFlip       `json:"state_flips"`
-	Cuts           int            `json:"standby_cuts"`
-	StateAtKill    string         `json:"state_at_kill,omitempty"`
-	KillMs         float64        `json:"killed_primary_ms,omitempty"`
-	Promotes       []drPromote    `json:"promotes,omitempty"`
-	Advance        int64          `json:"advance,omitempty"`
-	AdvanceWhy     string         `json:"advance_why,omitempty"`
-	StartMs        float64        `json:"promoted_start_ms,omitempty"`
-	ServingMs      float64        `json:"promoted_serving_ms,omitempty"`
-	Promotion      *api.Promotion `json:"promotion,omitempty"`
-	After          drFigures      `json:"after_promotion"`
-	Fence          *drFence       `json:"fence,omitempty"`
-	TimeToCatchMs  float64        `json:"time_to_catch_ms,omitempty"`
-	FirstDupMs     float64        `json:"first_duplicate_after_serving_ms,omitempty"`
-	Problems       []string       `json:"problems,omitempty"`
-	Incomplete     string         `json:"incomplete,omitempty"`
+	Standby        string      `json:"standby"`
+	StandbyTimeout string      `json:"standby_timeout"`
+	Disaster       string      `json:"disaster"` // in-sync or out-of-sync: how the harness arranged it
+	Fault          string      `json:"fault,omitempty"`
+	Flips          []drFlip    `json:"state_flips"`
+	Cuts           int         `json:"standby_cuts"`
+	StateAtKill    string      `json:"state_at_kill,omitempty"`
+	KillMs         float64     `json:"killed_primary_ms,omitempty"`
+	Promotes       []drPromote `json:"promotes,omitempty"`
+	// Recreated are the sequences created again on the promoted node
+	// (recreateMissing).
+	Recreated     []string       `json:"recreated,omitempty"`
+	Advance       int64          `json:"advance,omitempty"`
+	AdvanceWhy    string         `json:"advance_why,omitempty"`
+	StartMs       float64        `json:"promoted_start_ms,omitempty"`
+	ServingMs     float64        `json:"promoted_serving_ms,omitempty"`
+	Promotion     *api.Promotion `json:"promotion,omitempty"`
+	After         drFigures      `json:"after_promotion"`
+	Fence         *drFence       `json:"fence,omitempty"`
+	TimeToCatchMs float64        `json:"time_to_catch_ms,omitempty"`
+	FirstDupMs    float64        `json:"first_duplicate_after_serving_ms,omitempty"`
+	Problems      []string       `json:"problems,omitempty"`
+	Incomplete    string         `json:"incomplete,omitempty"`
 }
 
 // drFlip is a change of the standby's state as the primary's leader
@@ -373,6 +378,9 @@ func (d *dr) disaster(ctx context.Context) error {
 		// Issue 42: a standby paused (a VM pause, a long GC) keeps what
 		// the primary sends it queued in its sockets, certificates
 		// included, and reads it only when it resumes, after the loss.
+		if err := d.waitCertified(hctx); err != nil {
+			return err
+		}
 		if err := d.c.b.signal(d.sb, syscall.SIGSTOP); err != nil {
 			return err
 		}
@@ -384,6 +392,9 @@ func (d *dr) disaster(ctx context.Context) error {
 		// Issue 42: a slow link (400 ms each way) first, then the
 		// standby's answers lost: the leader records it out of sync
 		// while what it sent is still on its way.
+		if err := d.waitCertified(hctx); err != nil {
+			return err
+		}
 		if err := d.nf.slow(d.sb, drDelayQueue, drDelay, drDelay/8); err != nil {
 			return err
 		}
@@ -460,7 +471,79 @@ func (d *dr) disaster(ctx context.Context) error {
 		}
 	}
 	d.log("dr: promoted %s serving at %.1fs of the workload (%.1fs after the disaster)", d.sb.ID, d.rep.ServingMs/1000, (d.rep.ServingMs-d.rep.KillMs)/1000)
+	d.recreateMissing(hctx)
 	return nil
+}
+
+// recreateMissing does what the README's procedure asks of an operator
+// after a promotion with --advance: a sequence the primary created after
+// the standby fell out does not exist on the promoted node, so it is
+// created again with a start above what the primary can have given of it
+// (one above the highest ID of it acknowledged or read). One used up to
+// its max cannot be, and is reported.
+func (d *dr) recreateMissing(ctx context.Context) {
+	tops := map[string]int64{}
+	for _, o := range d.rec.snapshot() {
+		if o.Cluster != "" || o.Outcome != checker.OK {
+			continue
+		}
+		switch o.F {
+		case checker.FReserve, checker.FNext:
+			tops[o.Seq] = max(tops[o.Seq], o.Last)
+		case checker.FRead, checker.FRaise:
+			tops[o.Seq] = max(tops[o.Seq], o.Next)
+		}
+	}
+	for _, s := range d.w.knownSequences() {
+		code, err := d.c.call(ctx, http.MethodGet, d.sb, "/v1/sequences/"+s.seq, nil, nil, 3*time.Second)
+		if err != nil || code != http.StatusNotFound {
+			continue
+		}
+		start, limit := tops[s.seq]+1, s.max
+		if limit == 0 {
+			limit = math.MaxInt64
+		}
+		if start > limit {
+			d.problem("sequence %s, created on the primary after the standby fell out, was used up there: it cannot be created again", s.seq)
+			continue
+		}
+		if err := d.w.create(ctx, s.seq, &api.CreateSequenceRequest{Start: ptr(start), Max: ptr(limit)}); err != nil {
+			d.problem("sequence %s is missing on the promoted node and could not be created again: %v", s.seq, err)
+			continue
+		}
+		d.rep.Recreated = append(d.rep.Recreated, s.seq)
+		d.log("dr: %s, created on the primary after the standby fell out, created again from %d", s.seq, start)
+	}
+}
+
+// waitCertified waits until the primary's leader records the standby in
+// sync and the standby holds its leader's certificate of that record (its
+// own GET /v1/cluster shows it): a promotion may then trust the record for
+// a loss before the certificate's time, and a disaster that follows starts
+// from a standby that could be trusted.
+func (d *dr) waitCertified(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second)
+	last := "no answer"
+	for {
+		if _, s, err := d.standbyStatus(ctx); err != nil {
+			last = err.Error()
+		} else if s.State != api.StandbyInSync {
+			last = "standby " + s.State
+		} else if st, err := d.c.status(ctx, d.sb); err != nil {
+			last = err.Error()
+		} else if c := st.Standby; c == nil || c.Certificate == nil {
+			last = "the standby holds no certificate"
+		} else if c.Certificate.InSyncIndex != s.SinceIndex {
+			last = fmt.Sprintf("the standby's certificate is of index %d, its record of %d", c.Certificate.InSyncIndex, s.SinceIndex)
+		} else {
+			d.log("dr: standby %s certified in sync (index %d) until %s by %s", d.sb.ID, s.SinceIndex, c.Certificate.ValidUntil, c.Certificate.Leader)
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("standby before the disaster: not certified within 20s (last: %s)", last)
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
 }
 
 // serveOnWithoutIt waits until the primary's leader records the standby out

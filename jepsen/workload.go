@@ -508,6 +508,30 @@ func (w *workload) next(worker int, s *client.Sequence, session string) {
 	w.rec.done(o)
 }
 
+// knownSequence is a sequence the workload created: its name, the
+// workload its operations carry, and its max (0: none).
+type knownSequence struct {
+	seq, workload string
+	max           int64
+}
+
+// knownSequences is every sequence the workload created so far.
+func (w *workload) knownSequences() []knownSequence {
+	var out []knownSequence
+	for _, s := range append(append([]string{}, mainSeqs...), sdkSeq) {
+		out = append(out, knownSequence{seq: s})
+	}
+	for k := int64(1); k <= w.smallIdx.Load(); k++ {
+		out = append(out, knownSequence{seq: smallSeq(k), max: smallSpan})
+	}
+	for k := range w.many {
+		for g := int64(0); g <= w.many[k].gen.Load(); g++ {
+			out = append(out, knownSequence{seq: manySeqGen(k, g), workload: manyWorkload, max: manyShapeOf(k).max})
+		}
+	}
+	return out
+}
+
 // finalReaders is how many final reads run at once: with the
 // many-sequences workload there are hundreds of sequences to read.
 const finalReaders = 4
@@ -518,18 +542,8 @@ const finalReaders = 4
 // goroutines reads as its own worker (worker, worker+1, ...), so that no
 // two reads of one worker id overlap in the history.
 func (w *workload) finalReads(ctx context.Context, worker int) []string {
-	type job struct{ seq, workload string }
-	var jobs []job
-	for _, s := range append(append([]string{}, mainSeqs...), sdkSeq) {
-		jobs = append(jobs, job{seq: s})
-	}
-	for k := int64(1); k <= w.smallIdx.Load(); k++ {
-		jobs = append(jobs, job{seq: smallSeq(k)})
-	}
-	for _, s := range w.manySeqNames() {
-		jobs = append(jobs, job{seq: s, workload: manyWorkload})
-	}
-	next := make(chan job)
+	jobs := w.knownSequences()
+	next := make(chan knownSequence)
 	var mu sync.Mutex
 	var unread []string
 	var wg sync.WaitGroup
