@@ -126,13 +126,13 @@ func (n *Node) serveCert(c net.Conn) {
 		return
 	}
 	defer n.certConns.done(c)
-	r := bufio.NewReader(c)
+	// A certificate is a short line: a longer one ends the connection
+	// rather than grow a buffer without bound.
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 512), certLineMax)
 	enc := json.NewEncoder(c)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			return
-		}
+	for sc.Scan() {
+		line := sc.Bytes()
 		var cert standbyCert
 		ans := certAnswer{}
 		if err := json.Unmarshal(line, &cert); err != nil {
@@ -148,6 +148,9 @@ func (n *Node) serveCert(c net.Conn) {
 		}
 	}
 }
+
+// certLineMax bounds one certificate's line on the wire.
+const certLineMax = 4096
 
 // acceptCert stores cert if it is about this node's own latest record, in
 // sync, at the certificate's index.
