@@ -251,3 +251,46 @@ func dialService(dial DialFunc, address string, service byte, timeout time.Durat
 	_ = c.SetWriteDeadline(time.Time{})
 	return c, nil
 }
+
+// connSet tracks the connections a service of the mux owns (the probe
+// server, the standby's certificates), so that Close can end them.
+type connSet struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (s *connSet) add(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *connSet) done(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	_ = c.Close()
+	s.wg.Done()
+}
+
+// Close closes every connection and waits for their handlers.
+func (s *connSet) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}

@@ -23,34 +23,18 @@ import (
 type probeServer struct {
 	term     func() uint64
 	answered atomic.Uint64 // probes answered, for tests and the curious
-
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	conns    connSet       // closed by Close
 }
 
 func newProbeServer(term func() uint64) *probeServer {
-	return &probeServer{term: term, conns: make(map[net.Conn]struct{})}
+	return &probeServer{term: term}
 }
 
 func (s *probeServer) serve(c net.Conn) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		_ = c.Close()
+	if !s.conns.add(c) {
 		return
 	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		_ = c.Close()
-		s.wg.Done()
-	}()
+	defer s.conns.done(c)
 	var req [8]byte
 	var resp [16]byte
 	for {
@@ -66,15 +50,7 @@ func (s *probeServer) serve(c net.Conn) {
 	}
 }
 
-func (s *probeServer) Close() {
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
+func (s *probeServer) Close() { s.conns.Close() }
 
 // probeClient keeps one connection per peer. Rounds never overlap (the
 // verifier runs one at a time), so a connection carries one request at once;

@@ -169,49 +169,6 @@ func (n *Node) acceptCert(cert standbyCert) error {
 	return n.certs.accept(cert)
 }
 
-// connSet tracks the connections a service owns, so that Close can end
-// them.
-type connSet struct {
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func (s *connSet) add(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		_ = c.Close()
-		return false
-	}
-	if s.conns == nil {
-		s.conns = map[net.Conn]struct{}{}
-	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	return true
-}
-
-func (s *connSet) done(c net.Conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-	_ = c.Close()
-	s.wg.Done()
-}
-
-// Close closes every connection and waits for their handlers.
-func (s *connSet) Close() {
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
 // certJob is a certificate the leader has computed and bounded
 // (certifiedUntil), to be confirmed by a quorum round and sent.
 type certJob struct {

@@ -38,18 +38,7 @@ func fixtureV5State(t *testing.T) *fsm.FSM {
 }
 
 func TestSnapshotFixtureV5_StillRestores(t *testing.T) {
-	if *update {
-		if fsm.SnapshotVersion != 5 {
-			t.Fatalf("refusing to overwrite %s with a v%d snapshot", fixtureV5, fsm.SnapshotVersion)
-		}
-		if err := os.WriteFile(fixtureV5, persist(t, fixtureV5State(t)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(fixtureV5)
-	if err != nil {
-		t.Fatalf("read fixture (generate it with go test ./fsm/ -run TestSnapshotFixtureV5 -update): %v", err)
-	}
+	b := fixtureBytes(t, fixtureV5, 5, fixtureV5State)
 	f := restore(t, b)
 	ns, ok := f.Namespace("posts")
 	if !ok || ns.WorkerRole != fsm.WorkerRoleShard || ns.HorizonYears != 50 {

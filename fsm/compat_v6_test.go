@@ -1,7 +1,6 @@
 package fsm_test
 
 import (
-	"os"
 	"reflect"
 	"testing"
 
@@ -22,18 +21,7 @@ func fixtureV6State(t *testing.T) *fsm.FSM {
 }
 
 func TestSnapshotFixtureV6_StillRestores(t *testing.T) {
-	if *update {
-		if fsm.SnapshotVersion != 6 {
-			t.Fatalf("refusing to overwrite %s with a v%d snapshot", fixtureV6, fsm.SnapshotVersion)
-		}
-		if err := os.WriteFile(fixtureV6, persist(t, fixtureV6State(t)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(fixtureV6)
-	if err != nil {
-		t.Fatalf("read fixture (generate it with go test ./fsm/ -run TestSnapshotFixtureV6 -update): %v", err)
-	}
+	b := fixtureBytes(t, fixtureV6, 6, fixtureV6State)
 	f := restore(t, b)
 	if f.ClusterLevel() != fsm.LevelClusterLevel {
 		t.Fatalf("restored level %d, want %d", f.ClusterLevel(), fsm.LevelClusterLevel)

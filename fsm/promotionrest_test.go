@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -133,22 +132,10 @@ func TestPromote_TrustedBound_NoRest(t *testing.T) {
 }
 
 func TestSnapshotFixtureV8_StillRestores(t *testing.T) {
-	if *update {
-		if fsm.SnapshotVersion != 8 {
-			t.Fatalf("refusing to overwrite %s with a v%d snapshot", fixtureV8, fsm.SnapshotVersion)
-		}
+	b := fixtureBytes(t, fixtureV8, 8, func(t *testing.T) *fsm.FSM {
 		a, _, _ := promotedWithAdvance(t)
-		if err := os.WriteFile(fixtureV8, persist(t, a.f), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(fixtureV8)
-	if err != nil {
-		t.Fatalf("read fixture (generate it with go test ./fsm/ -run TestSnapshotFixtureV8 -update): %v", err)
-	}
-	if v := binary.BigEndian.Uint32(b[8:12]); v != 8 {
-		t.Fatalf("fixture format %d, want 8", v)
-	}
+		return a.f
+	})
 	f := restore(t, b)
 	rs := f.PromotionRests()
 	if len(rs) != 1 || rs[0].Namespace != "flakes" || rs[0].Index == 0 || rs[0].FloorMs != t0+5000+testNamespace("flakes").LeaseTTLMs {

@@ -286,3 +286,26 @@ func TestSnapshotRestore_MarkAtBoundsAccepted(t *testing.T) {
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 func nopCloser(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+// fixtureBytes returns the snapshot fixture at path, of format version;
+// with -update, while this binary writes that format, it first writes it
+// from state.
+func fixtureBytes(t *testing.T, path string, version uint32, state func(*testing.T) *fsm.FSM) []byte {
+	t.Helper()
+	if *update {
+		if fsm.SnapshotVersion != version {
+			t.Fatalf("refusing to overwrite %s with a v%d snapshot", path, fsm.SnapshotVersion)
+		}
+		if err := os.WriteFile(path, persist(t, state(t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read fixture (generate it with go test ./fsm/ -run TestSnapshotFixtureV%d -update): %v", version, err)
+	}
+	if v := binary.BigEndian.Uint32(b[8:12]); v != version {
+		t.Fatalf("fixture format %d, want %d", v, version)
+	}
+	return b
+}

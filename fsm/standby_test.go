@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -45,21 +44,7 @@ func fixtureV7State(t *testing.T) *fsm.FSM {
 }
 
 func TestSnapshotFixtureV7_StillRestores(t *testing.T) {
-	if *update {
-		if fsm.SnapshotVersion != 7 {
-			t.Fatalf("refusing to overwrite %s with a v%d snapshot", fixtureV7, fsm.SnapshotVersion)
-		}
-		if err := os.WriteFile(fixtureV7, persist(t, fixtureV7State(t)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(fixtureV7)
-	if err != nil {
-		t.Fatalf("read fixture (generate it with go test ./fsm/ -run TestSnapshotFixtureV7 -update): %v", err)
-	}
-	if v := binary.BigEndian.Uint32(b[8:12]); v != 7 {
-		t.Fatalf("fixture format %d, want 7", v)
-	}
+	b := fixtureBytes(t, fixtureV7, 7, fixtureV7State)
 	f := restore(t, b)
 	sb, ok := f.StandbyInfo()
 	if !ok || sb.ID != "dr1" || !sb.InSync() || sb.Bound != fsm.DefaultStandbyBound {

@@ -277,18 +277,8 @@ func TestStandby_PausedAcrossItsOutOfSync_ResumedAfterThePrimarysLoss_NotTrusted
 
 	_, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, PrimaryLostAt: lostAt, MaxClockSkew: 100 * time.Millisecond, Now: time.Now()})
 	if err == nil {
-		tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
-		testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
-			r, status, err := testcluster.Reserve(dr, "orders", 1000)
-			if err != nil || status != http.StatusOK {
-				return fmt.Errorf("status %d err %v", status, err)
-			}
-			if r.First <= acked {
-				t.Errorf("the promoted node handed out %d..%d, at or below %d that the primary acknowledged", r.First, r.Last, acked)
-			}
-			return nil
-		})
-		t.Fatalf("a standby that was recorded out of sync while it was paused was promoted with its recorded bound for a --primary-lost-at of the loss")
+		r := firstRangeOfPromoted(t, tc, dr)
+		t.Fatalf("a standby that was recorded out of sync while it was paused was promoted with its recorded bound for a --primary-lost-at of the loss; its first range %d..%d (the primary acknowledged up to %d)", r.First, r.Last, acked)
 	}
 	if !errors.Is(err, fsm.ErrStandbyNotInSync) {
 		t.Fatalf("promote: %v, want a refusal (standby not in sync)", err)
@@ -300,17 +290,26 @@ func TestStandby_PausedAcrossItsOutOfSync_ResumedAfterThePrimarysLoss_NotTrusted
 	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: 1 << 40, Now: time.Now()}); err != nil {
 		t.Fatalf("promote with --advance: %v", err)
 	}
-	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	if r := firstRangeOfPromoted(t, tc, dr); r.First <= acked {
+		t.Fatalf("the promoted node handed out %d..%d, at or below %d that the primary acknowledged", r.First, r.Last, acked)
+	}
+}
+
+// firstRangeOfPromoted starts the promoted standby dr as a one-node cluster
+// and returns the first range of "orders" it hands out.
+func firstRangeOfPromoted(t *testing.T, tc *testcluster.Cluster, dr *testcluster.Node) api.Range {
+	t.Helper()
+	tc.RestartWith(dr.ID, func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
+	var first api.Range
 	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
 		r, status, err := testcluster.Reserve(dr, "orders", 1000)
 		if err != nil || status != http.StatusOK {
 			return fmt.Errorf("status %d err %v", status, err)
 		}
-		if r.First <= acked {
-			t.Fatalf("the promoted node handed out %d..%d, at or below %d that the primary acknowledged", r.First, r.Last, acked)
-		}
+		first = r
 		return nil
 	})
+	return first
 }
 
 // TestPromote_Refusals: a running standby, a voter, a node that never was a
