@@ -24,6 +24,11 @@ type faultConfig struct {
 	// read late (a paused process, a slow link) vouches for a time after
 	// the leader recorded it out of sync.
 	UnsafeStandbyTrustReceipt bool
+	// UnsafeRefuseRecordedOnly is a planted bug, the rule before issue
+	// 42: a promoted node refuses only the servers its promotion recorded
+	// as the old cluster's, so a voter the old primary took in after the
+	// standby fell out is followed when it leads the old region back.
+	UnsafeRefuseRecordedOnly bool
 }
 
 func (c faultConfig) skipBarrier() bool { return c.UnsafeSkipBarrier }
@@ -33,3 +38,5 @@ func (c faultConfig) groupedBlocksIgnoreLevel() bool { return c.UnsafeGroupedBlo
 func (c faultConfig) standbyNoWait() bool { return c.UnsafeStandbyNoWait }
 
 func (c faultConfig) standbyTrustReceipt() bool { return c.UnsafeStandbyTrustReceipt }
+
+func (c faultConfig) refuseRecordedOnly() bool { return c.UnsafeRefuseRecordedOnly }

@@ -14,3 +14,5 @@ func (faultConfig) groupedBlocksIgnoreLevel() bool { return false }
 func (faultConfig) standbyNoWait() bool { return false }
 
 func (faultConfig) standbyTrustReceipt() bool { return false }
+
+func (faultConfig) refuseRecordedOnly() bool { return false }

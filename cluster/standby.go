@@ -658,6 +658,9 @@ func (n *Node) refuseOldCluster(rpc raft.RPC) error {
 		return nil
 	}
 	old := n.fsm.OldMembers()[string(hdr.ID)]
+	if !old && n.cfg.refuseRecordedOnly() {
+		return nil // the planted bug (faults.go)
+	}
 	for _, s := range r.GetConfiguration().Configuration().Servers {
 		if string(s.ID) == string(hdr.ID) && (!old || string(s.Address) == string(hdr.Addr)) {
 			return nil // a member of the new cluster (an old id only at the address it was given again)

@@ -104,6 +104,9 @@ type drFence struct {
 	Probes     int         `json:"probes"`
 	ProbesOK   int         `json:"probes_ok"`
 	Statuses   map[int]int `json:"statuses"`
+	// JoinedLed: the voter that joined after the cut was seen leading the
+	// old region ("joined" disaster).
+	JoinedLed bool `json:"joined_led,omitempty"`
 }
 
 // drFigures counts what the promoted node acknowledged; FirstMs is when
@@ -133,6 +136,8 @@ type dr struct {
 	// sbPaused is set while the "paused" disaster holds the standby
 	// SIGSTOPped.
 	sbPaused bool
+	// joined is the voter the "joined" disaster added after the cut.
+	joined *Node
 
 	mu        sync.Mutex
 	lastState string
@@ -142,7 +147,7 @@ type dr struct {
 }
 
 // The disasters --dr-disaster takes, and the "delayed" one's link.
-var drDisasters = []string{"in-sync", "out-of-sync", "paused", "delayed"}
+var drDisasters = []string{"in-sync", "out-of-sync", "paused", "delayed", "joined"}
 
 const (
 	drDelay      = 400 * time.Millisecond
@@ -374,6 +379,30 @@ func (d *dr) disaster(ctx context.Context) error {
 		if err := d.serveOnWithoutIt(hctx); err != nil {
 			return err
 		}
+	case "joined":
+		// Issue 42: the standby cut off and recorded out of sync, then a
+		// voter joins the primary: the standby never hears of it. After
+		// the promotion the old region comes back with it leading
+		// (fenceCheck): the promoted node must refuse it too.
+		if err := d.cutStandby(); err != nil {
+			return err
+		}
+		if _, err := d.waitState(hctx, api.StandbyOutOfSync, 20*time.Second); err != nil {
+			return fmt.Errorf("standby before the disaster: %w", err)
+		}
+		slot, err := d.c.freeSlot(d.rnd)
+		if err != nil {
+			return err
+		}
+		nn, err := d.c.join(hctx, slot)
+		if err != nil {
+			return fmt.Errorf("a voter joining after the cut: %w", err)
+		}
+		d.joined = nn
+		d.log("dr: %s joined the primary after the standby was recorded out of sync", nn.ID)
+		if err := d.serveOnWithoutIt(hctx); err != nil {
+			return err
+		}
 	case "paused":
 		// Issue 42: a standby paused (a VM pause, a long GC) keeps what
 		// the primary sends it queued in its sockets, certificates
@@ -473,6 +502,29 @@ func (d *dr) disaster(ctx context.Context) error {
 	d.log("dr: promoted %s serving at %.1fs of the workload (%.1fs after the disaster)", d.sb.ID, d.rep.ServingMs/1000, (d.rep.ServingMs-d.rep.KillMs)/1000)
 	d.recreateMissing(hctx)
 	return nil
+}
+
+// waitJoinedLeads waits (up to 20 s) until the voter that joined after the
+// cut leads the restarted old region, or the region is fenced first (by a
+// refusal of the joined voter's own traffic, which is the point).
+func (d *dr) waitJoinedLeads(ctx context.Context) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		st, err := d.c.status(ctx, d.joined)
+		if err == nil && st.Fence != nil {
+			d.log("dr: %s fenced before it was seen leading (%s)", d.joined.ID, st.Fence.Reason)
+			return
+		}
+		if err == nil && st.State == "Leader" {
+			d.log("dr: %s, which joined after the cut, leads the old region (term %d)", d.joined.ID, st.Term)
+			if d.rep.Fence != nil {
+				d.rep.Fence.JoinedLed = true
+			}
+			return
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+	d.log("dr: %s did not lead the old region within 20 s", d.joined.ID)
 }
 
 // recreateMissing does what the README's procedure asks of an operator
@@ -653,11 +705,21 @@ func (d *dr) fenceCheck(ctx context.Context) {
 	t0 := d.rec.now()
 	for _, n := range d.old {
 		n.mu.Lock()
-		n.Boot = bootInitial
+		if n != d.joined {
+			n.Boot = bootInitial // the joined voter restarts by its --join
+		}
+		if d.joined != nil && n != d.joined {
+			// The voter that joined after the cut must lead the old
+			// region: the others campaign ten times slower.
+			n.ExtraArgs = []string{"--heartbeat-timeout", (10 * d.cfg.Heartbeat).String(), "--election-timeout", (10 * d.cfg.Election).String()}
+		}
 		n.mu.Unlock()
 		if err := d.c.b.start(ctx, n, d.c.initial); err != nil {
 			d.problem("restart old primary %s: %v", n.ID, err)
 		}
+	}
+	if d.joined != nil {
+		d.waitJoinedLeads(ctx)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for f.FencedNode == "" && time.Now().Before(deadline) && ctx.Err() == nil {

@@ -224,7 +224,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.UpgradeFrom, "upgrade-from", "", "with --upgrade: the commit to upgrade from (default: the one jepsen/upgrade-from names)")
 	fs.BoolVar(&cfg.DR, "dr", false, "disaster recovery: a standby (serve --join --standby) follows the primary under the nemeses and its own cuts; then every primary node is SIGKILLed at once, the standby promoted (ticketd promote) and started alone, the workload goes on against it, and the old primary is started again and must be fenced (process mode with namespaces; nemeses "+defaultUpgradeKinds+" unless --nemesis names others)")
 	fs.DurationVar(&cfg.DRStandbyTimeout, "dr-standby-timeout", time.Second, "with --dr: the standby's --standby-timeout")
-	fs.StringVar(&cfg.DRDisaster, "dr-disaster", "in-sync", "with --dr: lose the primary while the leader records the standby in-sync; out-of-sync (cut off; promotion then needs --advance, which the harness derives from the history); paused (the standby SIGSTOPped until its leader records it out of sync, SIGCONTed after the loss: it reads what was queued for it); or delayed (its link 400 ms each way, then its answers dropped until it is recorded out of sync; what was in flight arrives after the loss)")
+	fs.StringVar(&cfg.DRDisaster, "dr-disaster", "in-sync", "with --dr: lose the primary while the leader records the standby in-sync; out-of-sync (cut off; promotion then needs --advance, which the harness derives from the history); paused (the standby SIGSTOPped until its leader records it out of sync, SIGCONTed after the loss: it reads what was queued for it); delayed (its link 400 ms each way, then its answers dropped until it is recorded out of sync; what was in flight arrives after the loss); or joined (cut off and recorded out of sync, then a voter joins the primary; the old region comes back with that voter leading)")
 	fs.DurationVar(&cfg.DRAfter, "dr-after", 10*time.Second, "with --dr: how long the promoted node serves the workload (counted in --time-limit)")
 	fs.IntVar(&cfg.DRLarge, "dr-large", 0, "with --dr-disaster out-of-sync: after the leader recorded the standby out of sync, reserve this many times the largest count a client may ask (api.MaxReserveCount, the standby's default bound) on jep-a before the primary is lost")
 	fs.BoolVar(&cfg.DRFence, "dr-fence", true, "with --dr: start the old primary again after the promoted phase; it must fence itself and acknowledge nothing")
@@ -371,7 +371,7 @@ func (c *config) validate() error {
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
 	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry",
-	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", "standby-trust-receipt", promoteFault}
+	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", "standby-trust-receipt", "promoted-refuse-recorded-only", promoteFault}
 
 // flagSet reports whether the command line set the named flag.
 func flagSet(fs *flag.FlagSet, name string) bool {

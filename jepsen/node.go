@@ -35,6 +35,9 @@ type Node struct {
 	Boot bootMode
 	// JoinURLs are the API URLs a joining node asks to be added through.
 	JoinURLs []string
+	// ExtraArgs go after every other flag of its next start (a later
+	// flag wins): a DR run slows the elections of the old nodes but one.
+	ExtraArgs []string
 
 	mu      sync.Mutex
 	running bool // Docker mode; process mode asks the process (procState)

@@ -229,6 +229,7 @@ func (b *procBackend) start(ctx context.Context, n *Node, initial string) error 
 			args = append(args, "--resp-addr", fmt.Sprintf("%s:%d", n.Host, respPort))
 		}
 	}
+	args = append(args, n.ExtraArgs...)
 	spec := proc.Spec{Path: bin, Args: args, Env: []string{"TICKETD_TOKENS=" + b.cfg.tokensEnv()},
 		Log:    filepath.Join(b.dir, "logs", fmt.Sprintf("%s.run%d.log", n.ID, st.runs+1)),
 		Header: true,

@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all fifteen
+#   scripts/jepsen-faults.sh                       # all sixteen
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -15,7 +15,7 @@ faults=("$@")
 (( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks raise-no-cut raise-cut-by-caller skip-barrier
   restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry
   grouped-blocks-ignore-level snowflake-serve-after-lease snowflake-ignore-floor promote-without-advance
-  standby-trust-receipt)
+  standby-trust-receipt promoted-refuse-recorded-only)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -126,6 +126,15 @@ for f in "${faults[@]}"; do
     # promote trusts its in-sync record for the time of the kill, and the
     # promoted node hands out again what the primary served past the bound.
     standby-trust-receipt) prof=(--dr --dr-disaster paused --dr-large 2 --time-limit 40s --dr-after 10s
+      --nemesis kill-leader,partition-leader,pause-leader --fault-min 2s --fault-max 3s --many-workers 4) ;;
+    # The promoted node refuses only the servers its promotion recorded
+    # (the rule before issue 42). A DR run whose disaster cuts the standby
+    # off, waits until its leader records it out of sync and has a new
+    # voter join the primary; after the promotion the old region comes back
+    # with that voter leading (the others campaign ten times slower). The
+    # promoted node follows it instead of refusing it: no fence, the old
+    # region serves, the promoted node's own history is cut back.
+    promoted-refuse-recorded-only) prof=(--dr --dr-disaster joined --time-limit 40s --dr-after 10s
       --nemesis kill-leader,partition-leader,pause-leader --fault-min 2s --fault-max 3s --many-workers 4) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac

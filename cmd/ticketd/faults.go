@@ -22,7 +22,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait, standby-trust-receipt; for ticketd promote: promote-without-advance")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait, standby-trust-receipt, promoted-refuse-recorded-only; for ticketd promote: promote-without-advance")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -62,6 +62,8 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.Cluster.UnsafeStandbyNoWait = true
 		case "standby-trust-receipt":
 			cfg.Cluster.UnsafeStandbyTrustReceipt = true
+		case "promoted-refuse-recorded-only":
+			cfg.Cluster.UnsafeRefuseRecordedOnly = true
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}
