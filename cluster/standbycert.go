@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -126,18 +127,22 @@ func (n *Node) serveCert(c net.Conn) {
 		return
 	}
 	defer n.certConns.done(c)
-	// A certificate is a short line: a longer one ends the connection
-	// rather than grow a buffer without bound.
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 0, 512), certLineMax)
+	serveCertLines(c, n.acceptCert)
+}
+
+// serveCertLines answers each certificate line read from c with accept's
+// verdict, until c ends or sends a line longer than certLineMax (a
+// certificate is a short line: a longer one ends the connection rather than
+// grow a buffer without bound).
+func serveCertLines(c net.Conn, accept func(standbyCert) error) {
+	sc := lineScanner(c)
 	enc := json.NewEncoder(c)
 	for sc.Scan() {
-		line := sc.Bytes()
 		var cert standbyCert
 		ans := certAnswer{}
-		if err := json.Unmarshal(line, &cert); err != nil {
+		if err := json.Unmarshal(sc.Bytes(), &cert); err != nil {
 			ans.Error = fmt.Sprintf("not a certificate: %v", err)
-		} else if err := n.acceptCert(cert); err != nil {
+		} else if err := accept(cert); err != nil {
 			ans.Error = err.Error()
 		} else {
 			ans.Stored = true
@@ -149,8 +154,37 @@ func (n *Node) serveCert(c net.Conn) {
 	}
 }
 
-// certLineMax bounds one certificate's line on the wire.
+// certLineMax bounds one line on the wire, a certificate or its answer.
 const certLineMax = 4096
+
+func lineScanner(c net.Conn) *bufio.Scanner {
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 512), certLineMax)
+	return sc
+}
+
+// exchangeCert sends cert on c and reads the standby's answer from sc
+// (c's lines): a line, bounded like the standby's.
+func exchangeCert(c net.Conn, sc *bufio.Scanner, cert standbyCert) (certAnswer, error) {
+	var ans certAnswer
+	b, err := json.Marshal(cert)
+	if err != nil {
+		return ans, err
+	}
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return ans, err
+	}
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return ans, err
+		}
+		return ans, io.ErrUnexpectedEOF
+	}
+	if err := json.Unmarshal(sc.Bytes(), &ans); err != nil {
+		return ans, fmt.Errorf("not an answer to a certificate: %v", err)
+	}
+	return ans, nil
+}
 
 // acceptCert stores cert if it is about this node's own latest record, in
 // sync, at the certificate's index.
@@ -188,8 +222,7 @@ type certifier struct {
 	jobs chan certJob
 	conn net.Conn
 	addr raft.ServerAddress
-	enc  *json.Encoder
-	dec  *json.Decoder
+	sc   *bufio.Scanner // conn's answer lines
 }
 
 func newCertifier(n *Node) *certifier {
@@ -257,15 +290,10 @@ func (c *certifier) send(job certJob) error {
 		if err != nil {
 			return err
 		}
-		c.conn, c.addr = conn, job.addr
-		c.enc, c.dec = json.NewEncoder(conn), json.NewDecoder(bufio.NewReader(conn))
+		c.conn, c.addr, c.sc = conn, job.addr, lineScanner(conn)
 	}
 	_ = c.conn.SetDeadline(job.validUntil)
-	var ans certAnswer
-	err = c.enc.Encode(cert)
-	if err == nil {
-		err = c.dec.Decode(&ans)
-	}
+	ans, err := exchangeCert(c.conn, c.sc, cert)
 	if err != nil {
 		// The connection may hold a late answer: never reuse it.
 		c.close()

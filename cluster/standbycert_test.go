@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,4 +121,74 @@ func TestCertStore_KeepsTheLatest_Durably(t *testing.T) {
 	if err := again.open(dir); err == nil {
 		t.Fatal("a corrupt certificate file was read as none")
 	}
+}
+
+// FuzzCertFrames feeds bytes from the Raft port to both ends of the
+// certificate service. The standby answers every line it reads (up to the
+// first over certLineMax) with one JSON answer, stores only what accept
+// takes, and what it stores reads back; the leader's exchange turns any
+// answer stream into an answer or an error, never more than a line read.
+func FuzzCertFrames(f *testing.F) {
+	v := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	good, _ := json.Marshal(standbyCert{InSyncIndex: 7, ValidUntil: v, Term: 2, Leader: "n1"})
+	f.Add(append(good, '\n'))
+	f.Add([]byte("{\"in_sync_index\":7}\n{not json\n\n"))
+	f.Add([]byte(`{"stored":true}` + "\n"))
+	f.Add([]byte(`{"error":"this node has applied the out-of-sync record"}` + "\n"))
+	f.Add(bytes.Repeat([]byte("x"), certLineMax+10))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = data[:min(len(data), 3*certLineMax)]
+		// The standby's end.
+		dir := t.TempDir()
+		var store certStore
+		if err := store.open(dir); err != nil {
+			t.Fatal(err)
+		}
+		c := newFakeConn(data)
+		var read int
+		serveCertLines(c, func(cert standbyCert) error {
+			read++
+			if cert.InSyncIndex%2 == 1 {
+				return store.accept(cert)
+			}
+			return errors.New("even index: refused")
+		})
+		answers := bytes.Split(bytes.TrimSuffix(c.written(), []byte("\n")), []byte("\n"))
+		if len(c.written()) == 0 {
+			answers = nil
+		}
+		stored := 0
+		for i, a := range answers {
+			var ans certAnswer
+			if err := json.Unmarshal(a, &ans); err != nil {
+				t.Fatalf("answer %d %q is not JSON: %v", i, a, err)
+			}
+			if ans.Stored == (ans.Error != "") {
+				t.Fatalf("answer %d %+v: stored or an error, exactly one", i, ans)
+			}
+			if ans.Stored {
+				stored++
+			}
+		}
+		if lines := bytes.Count(data, []byte("\n")); len(answers) > lines+1 || read > len(answers) {
+			t.Fatalf("%d answers, %d accepted, for %d lines", len(answers), read, lines)
+		}
+		if last, ok := store.latest(); ok {
+			if stored == 0 || last.InSyncIndex%2 != 1 {
+				t.Fatalf("stored %+v after %d stored answers", last, stored)
+			}
+			back, ok, err := readCert(dir)
+			if err != nil || !ok || back.InSyncIndex != last.InSyncIndex || !back.ValidUntil.Equal(last.ValidUntil) {
+				t.Fatalf("read back %+v %v %v, stored %+v", back, ok, err, last)
+			}
+		}
+		// The leader's end, with data as the standby's answers.
+		lc := newFakeConn(data)
+		if _, err := exchangeCert(lc, lineScanner(lc), standbyCert{InSyncIndex: 7, ValidUntil: v}); err == nil && len(data) == 0 {
+			t.Fatal("an exchange with no answer succeeded")
+		}
+		if !bytes.HasSuffix(lc.written(), []byte("\n")) || bytes.Count(lc.written(), []byte("\n")) != 1 {
+			t.Fatalf("the leader wrote %q, want one line", lc.written())
+		}
+	})
 }

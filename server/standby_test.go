@@ -397,13 +397,7 @@ func TestPromote_Refusals(t *testing.T) {
 	if _, err := cluster.Promote(cluster.PromoteOptions{DataDir: dr.Dir, Advance: 10 * fsm.DefaultStandbyBound}); err != nil {
 		t.Fatalf("promote with an advance: %v", err)
 	}
-	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
-	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
-		if _, status, err := testcluster.Reserve(dr, "orders", 1); err != nil || status != http.StatusOK {
-			return fmt.Errorf("status %d err %v", status, err)
-		}
-		return nil
-	})
+	firstRangeOfPromoted(t, tc, dr)
 	for _, id := range primary {
 		tc.Restart(id)
 	}
@@ -622,13 +616,7 @@ func TestPromote_MemberJoinedAfterTheCut_OldRegionBackWithItLeading_Refused(t *t
 		t.Fatalf("promote with an advance: %v", err)
 	}
 	tc.Net.Heal("dr")
-	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
-	testkit.EventuallyErr(t, 15*time.Second, 20*time.Millisecond, "the promoted node to serve", func() error {
-		if _, status, err := testcluster.Reserve(dr, "orders", 1); err != nil || status != http.StatusOK {
-			return fmt.Errorf("status %d err %v", status, err)
-		}
-		return nil
-	})
+	firstRangeOfPromoted(t, tc, dr)
 
 	// The old region returns with n4 leading: its other nodes wait ten
 	// times longer before they campaign.
