@@ -703,9 +703,11 @@ func TestPromote_WithAdvance_LeasesOfTheOldRegion_NotGrantedAgain_OldTokensLost(
 	t.Logf("promoted: %+v", rep.Result)
 	tc.RestartWith("dr", func(cfg *server.Config) { cfg.Cluster.InitialCluster = nil })
 	var servedAt time.Time
-	testkit.EventuallyErr(t, 15*time.Second, 10*time.Millisecond, "the promoted node to lead", func() error {
-		if st, err := dr.Srv.Node().Status(); err != nil || st.State != "Leader" {
-			return fmt.Errorf("state %v %v", st.State, err)
+	// Serving, not only elected: it answers 503 until its Barrier, and
+	// its lessor (which times the rest) starts then.
+	testkit.EventuallyErr(t, 15*time.Second, 10*time.Millisecond, "the promoted node to serve as leader", func() error {
+		if _, ok := dr.Srv.Node().Leadership(); !ok {
+			return errors.New("not serving as leader yet")
 		}
 		servedAt = time.Now()
 		return nil
