@@ -25,6 +25,11 @@ type Faults struct {
 	// the new cluster hands out again what the primary served past what
 	// the standby had stored (issue #34).
 	PromoteWithoutAdvance bool
+	// PromoteKeepsLeases promotes with the operator's advance as before
+	// issue 42: held leases stay held and no namespace rests, so worker ids
+	// the primary granted past the standby's last entry are free on the
+	// promoted node at once, while their holders still use them.
+	PromoteKeepsLeases bool
 }
 
 // PlantFaults sets planted bugs; call it before the FSM applies anything.
@@ -41,3 +46,4 @@ func (x Faults) reuseLeaseTokens() bool       { return x.ReuseLeaseTokens }
 func (x Faults) skipAcquireIdempotency() bool { return x.SkipAcquireIdempotency }
 func (x Faults) wallClockLeaseExpiry() bool   { return x.WallClockLeaseExpiry }
 func (x Faults) promoteWithoutAdvance() bool  { return x.PromoteWithoutAdvance }
+func (x Faults) promoteKeepsLeases() bool     { return x.PromoteKeepsLeases }

@@ -29,3 +29,18 @@ func TestLeaseOp_PlantedWallClockExpiry_GrantsAHeldWorker(t *testing.T) {
 		t.Fatalf("probe: %+v", rep)
 	}
 }
+
+// The planted bug of issue 42's part 2 (ticketd promote
+// --unsafe-fault promote-keeps-leases): the rule before the rest. The held
+// lease stays held and the id the standby never saw leased is granted at
+// once: the fault suite's DR disaster "leases" must catch it.
+func TestPromote_PlantedKeepsLeases_GrantsAtOnce(t *testing.T) {
+	a, old, res := promotedWithAdvance(t, func(f *fsm.FSM) { f.PlantFaults(fsm.Faults{PromoteKeepsLeases: true}) })
+	if res.HeldLeases != 1 || res.EndedLeases != 0 || res.RestingNamespaces != 0 || len(a.f.PromotionRests()) != 0 {
+		t.Fatalf("promotion with the planted bug %+v, rests %+v: want the old rule", res, a.f.PromotionRests())
+	}
+	l, ok := a.apply(fsm.EncodeLeaseOp(fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: "flakes", Holder: "new", Stamp: fsm.Stamp{NowMs: t0 + 6000}})).(fsm.Lease)
+	if !ok || l.WorkerID == old.WorkerID {
+		t.Fatalf("acquire after the planted promotion: %+v", l)
+	}
+}

@@ -12,3 +12,4 @@ func (plantedFaults) reuseLeaseTokens() bool       { return false }
 func (plantedFaults) skipAcquireIdempotency() bool { return false }
 func (plantedFaults) wallClockLeaseExpiry() bool   { return false }
 func (plantedFaults) promoteWithoutAdvance() bool  { return false }
+func (plantedFaults) promoteKeepsLeases() bool     { return false }

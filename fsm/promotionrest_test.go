@@ -15,10 +15,14 @@ const fixtureV8 = "testdata/snapshot-v8.bin"
 
 // promotedWithAdvance is a standby's state that held a lease of worker 0
 // (holder "old-a") and knew nothing of worker 1, promoted with an advance
-// at t0+5000: what issue 42's second part starts from.
-func promotedWithAdvance(t *testing.T) (*applier, fsm.Lease, fsm.PromoteResult) {
+// at t0+5000: what issue 42's second part starts from. prepare, if any,
+// runs on the new FSM first (the faults build plants a bug with it).
+func promotedWithAdvance(t *testing.T, prepare ...func(*fsm.FSM)) (*applier, fsm.Lease, fsm.PromoteResult) {
 	t.Helper()
 	a := newApplier(t)
+	for _, p := range prepare {
+		p(a.f)
+	}
 	a.mustCreate("s", 1, math.MaxInt64)
 	if _, ok := a.apply(fsm.EncodeCreateNamespace(fsm.CreateNamespace{Namespace: testNamespace("flakes"), Stamp: fsm.Stamp{NowMs: t0}})).(fsm.NamespaceResult); !ok {
 		t.Fatal("namespace")

@@ -342,7 +342,7 @@ func (f *FSM) Promote(id string, advance int64, atMs int64, oldMembers []string)
 	// leader serves, and later grants get a floor above what any old
 	// holder can have used. Its level is raised with it, so that no
 	// binary that would grant during the rest can join.
-	if advance != 0 && len(f.namespaces) > 0 {
+	if advance != 0 && len(f.namespaces) > 0 && !f.faults.promoteKeepsLeases() {
 		res.EndedLeases = f.restNamespaces(f.lastIndex, atMs)
 		res.RestingNamespaces = len(f.namespaces)
 		if f.ClusterLevel() < LevelPromotionRest {

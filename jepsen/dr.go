@@ -72,6 +72,7 @@ type drReport struct {
 	Promotion     *api.Promotion `json:"promotion,omitempty"`
 	After         drFigures      `json:"after_promotion"`
 	Fence         *drFence       `json:"fence,omitempty"`
+	Leases        drLeases       `json:"leases"`
 	TimeToCatchMs float64        `json:"time_to_catch_ms,omitempty"`
 	FirstDupMs    float64        `json:"first_duplicate_after_serving_ms,omitempty"`
 	Problems      []string       `json:"problems,omitempty"`
@@ -109,6 +110,29 @@ type drFence struct {
 	JoinedLed bool `json:"joined_led,omitempty"`
 }
 
+// drLeases is the worker-id leases on both sides of the promotion: raw
+// lease grants (jep-lease) and the Snowflake generators' leases (jep-sf,
+// the primary's sessions sf*, the promoted region's sfp*).
+type drLeases struct {
+	// PastCut counts the raw grants the primary answered after the
+	// "leases" disaster cut the standby off; HeldAtLoss those of them
+	// still held when the primary was lost (not released, within their
+	// TTL): what a promotion with --advance must not grant again.
+	PastCut    int `json:"granted_past_the_cut,omitempty"`
+	HeldAtLoss int `json:"held_at_the_loss,omitempty"`
+	// SFPastCut: Snowflake leases the primary's generators took after
+	// the cut.
+	SFPastCut int `json:"snowflake_leases_past_the_cut,omitempty"`
+	// RefusedAfter counts raw acquires the promoted node refused;
+	// GrantedAfter those it granted, the first FirstGrantMs after it
+	// began to serve; SFFirstMs is when the first promoted-region
+	// Snowflake generator held a lease (ms after serving).
+	RefusedAfter int     `json:"refused_by_promoted"`
+	GrantedAfter int     `json:"granted_by_promoted"`
+	FirstGrantMs float64 `json:"first_grant_after_serving_ms,omitempty"`
+	SFFirstMs    float64 `json:"first_snowflake_lease_after_serving_ms,omitempty"`
+}
+
 // drFigures counts what the promoted node acknowledged; FirstMs is when
 // its first acknowledged range completed (ms since the start): a standby
 // acknowledges none, so that is when it began to serve.
@@ -138,6 +162,9 @@ type dr struct {
 	sbPaused bool
 	// joined is the voter the "joined" disaster added after the cut.
 	joined *Node
+	// cutAt is when the "leases" disaster cut the standby off (the run's
+	// clock): grants completed after it are past what the standby stored.
+	cutAt int64
 
 	mu        sync.Mutex
 	lastState string
@@ -147,7 +174,7 @@ type dr struct {
 }
 
 // The disasters --dr-disaster takes, and the "delayed" one's link.
-var drDisasters = []string{"in-sync", "out-of-sync", "paused", "delayed", "joined"}
+var drDisasters = []string{"in-sync", "out-of-sync", "paused", "delayed", "joined", "leases"}
 
 const (
 	drDelay      = 400 * time.Millisecond
@@ -379,6 +406,22 @@ func (d *dr) disaster(ctx context.Context) error {
 		if err := d.serveOnWithoutIt(hctx); err != nil {
 			return err
 		}
+	case "leases":
+		// Issue 42: the standby cut off, and at once every Snowflake
+		// generator of the primary starts a new tenure (a new lease,
+		// the lowest worker id free there, which is free in what the
+		// standby stored too); the raw lease workers go on granting.
+		// After the loss, the promotion needs --advance: the promoted
+		// node must grant none of these ids while their holders may
+		// still use them.
+		if err := d.cutStandby(); err != nil {
+			return err
+		}
+		d.cutAt = d.rec.now()
+		d.w.sfCycle.Add(1)
+		if err := d.serveOnWithoutIt(hctx); err != nil {
+			return err
+		}
 	case "joined":
 		// Issue 42: the standby cut off and recorded out of sync, then a
 		// voter joins the primary: the standby never hears of it. After
@@ -501,6 +544,13 @@ func (d *dr) disaster(ctx context.Context) error {
 	}
 	d.log("dr: promoted %s serving at %.1fs of the workload (%.1fs after the disaster)", d.sb.ID, d.rep.ServingMs/1000, (d.rep.ServingMs-d.rep.KillMs)/1000)
 	d.recreateMissing(hctx)
+	if d.cfg.SnowflakeWorkers > 0 {
+		// The promoted region's generators: clients that know only the
+		// promoted node, beside the primary's, which know only the lost
+		// nodes and issue on under their leases until those end.
+		d.w.startSnowflake(d.w.spawn, "sfp")
+		d.log("dr: %d Snowflake generators started on the promoted node", d.cfg.SnowflakeWorkers)
+	}
 	return nil
 }
 
@@ -547,8 +597,17 @@ func (d *dr) recreateMissing(ctx context.Context) {
 		}
 	}
 	for _, s := range d.w.knownSequences() {
-		code, err := d.c.call(ctx, http.MethodGet, d.sb, "/v1/sequences/"+s.seq, nil, nil, 3*time.Second)
-		if err != nil || code != http.StatusNotFound {
+		// call answers a 404 as an error with its status: only that
+		// status says the sequence is missing (a node that does not
+		// answer is asked again, three times at most).
+		code := 0
+		for try := 0; try < 3 && (code == 0 || code >= 500) && ctx.Err() == nil; try++ {
+			code, _ = d.c.call(ctx, http.MethodGet, d.sb, "/v1/sequences/"+s.seq, nil, nil, 3*time.Second)
+		}
+		if code != http.StatusNotFound {
+			if code != http.StatusOK {
+				d.problem("sequence %s: the promoted node answered %d to a read of it", s.seq, code)
+			}
 			continue
 		}
 		start, limit := tops[s.seq]+1, s.max
@@ -757,7 +816,9 @@ func (d *dr) fenceCheck(ctx context.Context) {
 
 // finish adds what the checkers found to the report.
 func (d *dr) finish(res *checker.Results, info *runInfo) *drReport {
-	d.rep.After = promotedFigures(d.rec.snapshot(), d.sb.ID)
+	ops := d.rec.snapshot()
+	d.rep.After = promotedFigures(ops, d.sb.ID)
+	d.rep.Leases = d.leaseFigures(ops)
 	if from := d.rep.After.FirstMs; from > 0 {
 		if info.StoppedOnViolation && info.DetectedAtMs >= from {
 			d.rep.TimeToCatchMs = info.DetectedAtMs - from
@@ -767,6 +828,50 @@ func (d *dr) finish(res *checker.Results, info *runInfo) *drReport {
 		}
 	}
 	return &d.rep
+}
+
+// leaseFigures counts the leases on both sides of the promotion
+// (drLeases). A release counts as it does in checker.CheckLeases: one
+// refused or never sent released nothing.
+func (d *dr) leaseFigures(ops []checker.Op) drLeases {
+	var f drLeases
+	kill, serving := int64(d.rep.KillMs*1e6), int64(d.rep.ServingMs*1e6)
+	released := map[string]bool{}
+	for i := range ops {
+		if o := &ops[i]; o.F == checker.FRelease && o.Outcome != checker.Fail && o.Invoke < kill {
+			released[o.RequestID] = true
+		}
+	}
+	_, ttl := d.cfg.leaseTTLs()
+	held := map[string]bool{}
+	for i := range ops {
+		o := &ops[i]
+		ok := o.Outcome == checker.OK && o.Malformed == ""
+		switch {
+		case o.F == checker.FAcquire && o.Node == d.sb.ID && serving > 0 && o.Invoke >= serving:
+			if ok {
+				f.GrantedAfter++
+				if at := d.ms(o.Complete - serving); f.FirstGrantMs == 0 || at < f.FirstGrantMs {
+					f.FirstGrantMs = at
+				}
+			} else if o.Outcome == checker.Fail && o.Status != 0 {
+				f.RefusedAfter++
+			}
+		case o.F == checker.FAcquire && ok && d.cutAt > 0 && o.Complete > d.cutAt && o.Complete < kill && o.Node != d.sb.ID:
+			f.PastCut++
+			if !released[o.RequestID] && o.Invoke+ttl*1e6 > kill && !held[o.RequestID] {
+				held[o.RequestID] = true
+				f.HeldAtLoss++
+			}
+		case o.F == checker.FSFLease && d.cutAt > 0 && o.Complete > d.cutAt && o.Complete < kill && !strings.HasPrefix(o.Session, "sfp"):
+			f.SFPastCut++
+		case o.F == checker.FSFLease && strings.HasPrefix(o.Session, "sfp") && o.LeaseWorker != nil && *o.LeaseWorker >= 0 && serving > 0:
+			if at := d.ms(o.Complete - serving); f.SFFirstMs == 0 || at < f.SFFirstMs {
+				f.SFFirstMs = at
+			}
+		}
+	}
+	return f
 }
 
 // promotedFigures counts the ranges node acknowledged: the standby
@@ -799,18 +904,29 @@ func (r *drReport) summary() []string {
 	}
 	if r.ServingMs > 0 {
 		planted := ""
-		if r.Fault != "" {
+		switch r.Fault {
+		case "":
+		case "promote-without-advance":
 			planted = ", but planted " + r.Fault + ": no mark raised"
+		default:
+			planted = ", planted " + r.Fault
 		}
 		out = append(out, fmt.Sprintf("dr: advance %d (%s%s); promoted serving %.1fs after the kill; after promotion %d ranges, %d IDs",
 			r.Advance, orDash(r.AdvanceWhy), planted, (r.ServingMs-r.KillMs)/1000, r.After.Ranges, r.After.IDs))
+	}
+	if l := r.Leases; l.PastCut+l.SFPastCut+l.GrantedAfter+l.RefusedAfter > 0 || l.SFFirstMs > 0 {
+		out = append(out, fmt.Sprintf("dr: leases: past the cut %d raw (%d held at the loss) and %d Snowflake; the promoted node refused %d acquires and granted %d (first %.1fs after it served; first promoted-region Snowflake lease %.1fs after)",
+			l.PastCut, l.HeldAtLoss, l.SFPastCut, l.RefusedAfter, l.GrantedAfter, l.FirstGrantMs/1000, l.SFFirstMs/1000))
 	}
 	if f := r.Fence; f != nil {
 		out = append(out, fmt.Sprintf("dr: old primary restarted: fenced %s after %.1fs; %d of %d reservations acknowledged (statuses %v)",
 			orDash(f.FencedNode), f.FencedMs/1000, f.ProbesOK, f.Probes, f.Statuses))
 	}
-	if r.TimeToCatchMs > 0 || r.FirstDupMs > 0 {
+	switch {
+	case r.FirstDupMs > 0:
 		out = append(out, fmt.Sprintf("dr: time to catch %.1fs (first duplicate visible %.1fs after the promoted node's first acknowledged range)", r.TimeToCatchMs/1000, r.FirstDupMs/1000))
+	case r.TimeToCatchMs > 0:
+		out = append(out, fmt.Sprintf("dr: time to catch %.1fs after the promoted node's first acknowledged range", r.TimeToCatchMs/1000))
 	}
 	for _, p := range r.Problems {
 		out = append(out, "dr: PROBLEM: "+p)
@@ -821,24 +937,25 @@ func (r *drReport) summary() []string {
 	return out
 }
 
-// promoteFault is ticketd promote's planted bug: the promotion raises no
-// mark.
-const promoteFault = "promote-without-advance"
+// promoteFaults are ticketd promote's planted bugs: the promotion raises
+// no mark; or, with --advance, keeps the leases it holds and rests no
+// namespace (the rule before issue 42).
+var promoteFaults = []string{"promote-without-advance", "promote-keeps-leases"}
 
-// splitPromoteFault takes promoteFault out of a --fault list: it is passed
-// to ticketd promote, not to the nodes (serve refuses it).
+// splitPromoteFault takes promoteFaults out of a --fault list: they are
+// passed to ticketd promote, not to the nodes (serve refuses them).
 func splitPromoteFault(faults string) (serve, promote string) {
-	var rest []string
+	var rest, prom []string
 	for _, f := range strings.Split(faults, ",") {
-		switch f = strings.TrimSpace(f); f {
-		case "":
-		case promoteFault:
-			promote = f
+		switch f = strings.TrimSpace(f); {
+		case f == "":
+		case slices.Contains(promoteFaults, f):
+			prom = append(prom, f)
 		default:
 			rest = append(rest, f)
 		}
 	}
-	return strings.Join(rest, ","), promote
+	return strings.Join(rest, ","), strings.Join(prom, ",")
 }
 
 // checkDRKinds refuses a nemesis a DR run cannot use: the same faults to
@@ -855,15 +972,19 @@ func checkDRKinds(kinds []string) error {
 	return nil
 }
 
-// drWorkload keeps the workers whose promise the promotion keeps by its
-// advance — reservations (raw, small and many sequences) and reads — and
-// turns off the rest: raises (a raise is not held for the standby, so one
-// further above the mark than the bound is not covered), the SDK users and
-// Snowflake generators (their clients know only the primary's nodes), the
-// lease workers (a promotion ends every lease at once; the lease checks
-// would have to learn that), and the migration (a run of its own).
+// drWorkload keeps the workers whose promise the promotion keeps —
+// reservations (raw, small and many sequences) and reads by its advance;
+// raw lease workers (they follow the members to the promoted node) and
+// Snowflake generators (the primary's, and after the promotion the
+// promoted region's) by its rest — and turns off the others: raises (a
+// raise is not held for the standby, so one further above the mark than
+// the bound is not covered), the SDK sequence users (their clients know
+// only the primary's nodes, and nothing of theirs lasts past the loss as a
+// lease does), the server-made Snowflake IDs (their checker reads every
+// node's audit, the lost ones' included), and the migration (a run of its
+// own).
 func (c *config) drWorkload() {
 	c.Migration = false
-	c.RaiseWorkers, c.SDKWorkers, c.SnowflakeWorkers, c.LeaseWorkers = 0, 0, 0, 0
+	c.RaiseWorkers, c.SDKWorkers = 0, 0
 	c.ServerSnowflakeWorkers, c.ServerSnowflakeLeaseWorkers = 0, 0
 }

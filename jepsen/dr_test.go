@@ -50,7 +50,7 @@ func TestPromotedFigures_OnlyThePromotedNode(t *testing.T) {
 
 func TestSplitPromoteFault(t *testing.T) {
 	serve, promote := splitPromoteFault("skip-verify, promote-without-advance")
-	if serve != "skip-verify" || promote != promoteFault {
+	if serve != "skip-verify" || promote != "promote-without-advance" {
 		t.Fatalf("split %q, %q", serve, promote)
 	}
 	if serve, promote := splitPromoteFault(""); serve != "" || promote != "" {
@@ -70,14 +70,14 @@ func TestDRFlags(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatalf("a valid DR config refused: %v", err)
 	}
-	if c.Migration || c.RaiseWorkers != 0 || c.LeaseWorkers != 0 || c.SnowflakeWorkers != 0 || c.SDKWorkers != 0 {
+	if c.Migration || c.RaiseWorkers != 0 || c.SDKWorkers != 0 || c.ServerSnowflakeWorkers != 0 {
 		t.Fatalf("drWorkload left workers on: %+v", c)
 	}
 	for name, mod := range map[string]func(*config){
 		"disaster":   func(c *config) { c.DRDisaster = "sometimes" },
 		"short":      func(c *config) { c.TimeLimit = 15 * time.Second },
 		"docker":     func(c *config) { c.Docker = true },
-		"plant only": func(c *config) { c.DR, c.Faults = false, promoteFault },
+		"plant only": func(c *config) { c.DR, c.Faults = false, "promote-keeps-leases" },
 	} {
 		c := base()
 		mod(&c)

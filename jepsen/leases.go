@@ -39,15 +39,38 @@ const (
 	// Few worker ids, so that released ids are granted again (every id
 	// rests leaseRecycleMs after its release).
 	leaseMaxWorkers = 64
+
+	// drLeaseTTLMs is both namespaces' TTL (and their recycle delay, which
+	// may not be shorter) in a DR run: a lease held when the primary is
+	// lost must outlive the promotion (1-3 s here), as a production TTL
+	// outlives an operator's, so that a promoted node that grants its
+	// worker id again meets a holder still using it. The raw namespace
+	// then has more worker ids, or the lease workers' cycles would keep
+	// all 64 resting.
+	drLeaseTTLMs      = 6000
+	drLeaseMaxWorkers = 256
 )
+
+// leaseTTLs are the TTLs of the Snowflake and the raw lease namespace.
+func (c *config) leaseTTLs() (sf, lease int64) {
+	if c.DR {
+		return drLeaseTTLMs, drLeaseTTLMs
+	}
+	return sfTTLMs, leaseTTLMs
+}
 
 // setupNamespaces creates the Snowflake and lease namespaces (admin).
 func (w *workload) setupNamespaces(ctx context.Context) error {
-	if err := w.createNamespace(ctx, sfNamespace, api.NamespaceRequest{LeaseTTLMs: ptr(int64(sfTTLMs)), RecycleDelayMs: ptr(int64(sfRecycleMs))}); err != nil {
+	sfTTL, leaseTTL := w.cfg.leaseTTLs()
+	workers := int64(leaseMaxWorkers)
+	if w.cfg.DR {
+		workers = drLeaseMaxWorkers
+	}
+	if err := w.createNamespace(ctx, sfNamespace, api.NamespaceRequest{LeaseTTLMs: ptr(sfTTL), RecycleDelayMs: ptr(max(sfRecycleMs, sfTTL))}); err != nil {
 		return err
 	}
-	return w.createNamespace(ctx, leaseNamespace, api.NamespaceRequest{LeaseTTLMs: ptr(int64(leaseTTLMs)),
-		RecycleDelayMs: ptr(int64(leaseRecycleMs)), MaxWorkers: ptr(int64(leaseMaxWorkers))})
+	return w.createNamespace(ctx, leaseNamespace, api.NamespaceRequest{LeaseTTLMs: ptr(leaseTTL),
+		RecycleDelayMs: ptr(max(leaseRecycleMs, leaseTTL)), MaxWorkers: ptr(workers)})
 }
 
 func (w *workload) createNamespace(ctx context.Context, name string, body api.NamespaceRequest) error {
@@ -66,10 +89,12 @@ func (w *workload) createNamespace(ctx context.Context, name string, body api.Na
 	return fmt.Errorf("create namespace %s: %v", name, last)
 }
 
-// startSnowflake starts the generators: each its own client.Client and
-// Snowflake (its own holder), issuing in bursts every 50 ms at
-// --snowflake-rate IDs per second.
-func (w *workload) startSnowflake(spawn func(func(int, *rand.Rand))) {
+// startSnowflake starts the generators: each its own client.Client (which
+// knows the cluster's members of the moment) and Snowflake (its own
+// holder), issuing in bursts every 50 ms at --snowflake-rate IDs per second.
+// Their sessions are named prefix<i>.<generation>: a DR run starts a second
+// set on the promoted node ("sfp") beside the primary's ("sf").
+func (w *workload) startSnowflake(spawn func(func(int, *rand.Rand)), prefix string) {
 	for i := 0; i < w.cfg.SnowflakeWorkers; i++ {
 		cl, err := w.newSDKClient()
 		if err != nil {
@@ -81,7 +106,7 @@ func (w *workload) startSnowflake(spawn func(func(int, *rand.Rand))) {
 			// A new generator (a new holder) every --snowflake-cycle:
 			// the old one's worker id rests, then goes to another holder.
 			for gen := 1; ; gen++ {
-				session := fmt.Sprintf("sf%d.%d", i, gen)
+				session := fmt.Sprintf("%s%d.%d", prefix, i, gen)
 				g, err := cl.Snowflake(sfNamespace, client.WithHolder("jepsen/"+session))
 				if err != nil {
 					w.log("Snowflake generator %s not started: %v", session, err)
@@ -98,10 +123,11 @@ func (w *workload) startSnowflake(spawn func(func(int, *rand.Rand))) {
 }
 
 // sfLoop is one generator's loop until the workload stops (false) or until
-// (true): a burst of Next calls every period, recorded as one snowflake
-// operation per worker id it used.
+// (true), or until sfCycle is bumped (true): a burst of Next calls every
+// period, recorded as one snowflake operation per worker id it used.
 func (w *workload) sfLoop(worker int, g *client.Snowflake, session string, until time.Time) bool {
 	const period = 50 * time.Millisecond
+	cycle := w.sfCycle.Load()
 	burst := max(1, int(w.cfg.SnowflakeRate*period.Seconds()))
 	seqBits, workerBits := api.DefaultSequenceBits, api.DefaultWorkerBits
 	layoutKnown := false
@@ -125,7 +151,7 @@ func (w *workload) sfLoop(worker int, g *client.Snowflake, session string, until
 	}
 	next := time.Now()
 	ids := make([]int64, 0, burst)
-	for time.Now().Before(until) || w.cfg.SnowflakeCycle <= 0 {
+	for (time.Now().Before(until) || w.cfg.SnowflakeCycle <= 0) && w.sfCycle.Load() == cycle {
 		select {
 		case <-w.stop:
 			return false

@@ -224,7 +224,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.UpgradeFrom, "upgrade-from", "", "with --upgrade: the commit to upgrade from (default: the one jepsen/upgrade-from names)")
 	fs.BoolVar(&cfg.DR, "dr", false, "disaster recovery: a standby (serve --join --standby) follows the primary under the nemeses and its own cuts; then every primary node is SIGKILLed at once, the standby promoted (ticketd promote) and started alone, the workload goes on against it, and the old primary is started again and must be fenced (process mode with namespaces; nemeses "+defaultUpgradeKinds+" unless --nemesis names others)")
 	fs.DurationVar(&cfg.DRStandbyTimeout, "dr-standby-timeout", time.Second, "with --dr: the standby's --standby-timeout")
-	fs.StringVar(&cfg.DRDisaster, "dr-disaster", "in-sync", "with --dr: lose the primary while the leader records the standby in-sync; out-of-sync (cut off; promotion then needs --advance, which the harness derives from the history); paused (the standby SIGSTOPped until its leader records it out of sync, SIGCONTed after the loss: it reads what was queued for it); delayed (its link 400 ms each way, then its answers dropped until it is recorded out of sync; what was in flight arrives after the loss); or joined (cut off and recorded out of sync, then a voter joins the primary; the old region comes back with that voter leading)")
+	fs.StringVar(&cfg.DRDisaster, "dr-disaster", "in-sync", "with --dr: lose the primary while the leader records the standby in-sync; out-of-sync (cut off; promotion then needs --advance, which the harness derives from the history); paused (the standby SIGSTOPped until its leader records it out of sync, SIGCONTed after the loss: it reads what was queued for it); delayed (its link 400 ms each way, then its answers dropped until it is recorded out of sync; what was in flight arrives after the loss); joined (cut off and recorded out of sync, then a voter joins the primary; the old region comes back with that voter leading); or leases (cut off, and at once every Snowflake generator takes a new lease the standby never hears of, while the raw lease workers go on; promotion then needs --advance, after which the promoted node must grant no worker id its holders may still use). A DR run's lease namespaces have 10 s TTLs, and after the promotion a second set of Snowflake generators runs against the promoted node")
 	fs.DurationVar(&cfg.DRAfter, "dr-after", 10*time.Second, "with --dr: how long the promoted node serves the workload (counted in --time-limit)")
 	fs.IntVar(&cfg.DRLarge, "dr-large", 0, "with --dr-disaster out-of-sync: after the leader recorded the standby out of sync, reserve this many times the largest count a client may ask (api.MaxReserveCount, the standby's default bound) on jep-a before the primary is lost")
 	fs.BoolVar(&cfg.DRFence, "dr-fence", true, "with --dr: start the old primary again after the promoted phase; it must fence itself and acknowledge nothing")
@@ -341,8 +341,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("--dr-disaster %q: want one of %s", c.DRDisaster, strings.Join(drDisasters, ", "))
 	case c.DR && (c.DRStandbyTimeout < 100*time.Millisecond || c.DRAfter < time.Second || c.TimeLimit < c.DRAfter+10*time.Second):
 		return errors.New("--dr: want --dr-standby-timeout >= 100ms, --dr-after >= 1s and --time-limit at least 10s longer than --dr-after")
-	case !c.DR && slices.Contains(strings.Split(c.Faults, ","), promoteFault):
-		return errors.New("--fault " + promoteFault + " is a bug of ticketd promote: it goes with --dr")
+	case !c.DR && slices.ContainsFunc(strings.Split(c.Faults, ","), func(f string) bool { return slices.Contains(promoteFaults, strings.TrimSpace(f)) }):
+		return fmt.Errorf("--fault %s: bugs of ticketd promote go with --dr", strings.Join(promoteFaults, " and "))
 	case c.Upgrade && c.Nodes < 4:
 		return errors.New("--upgrade: want --nodes >= 4 (a rollback of two replaced nodes needs three replaced and one left)")
 	}
@@ -371,7 +371,7 @@ func (c *config) validate() error {
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
 	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry",
-	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", "standby-trust-receipt", "promoted-refuse-recorded-only", promoteFault}
+	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", "standby-trust-receipt", "promoted-refuse-recorded-only", "promote-without-advance", "promote-keeps-leases"}
 
 // flagSet reports whether the command line set the named flag.
 func flagSet(fs *flag.FlagSet, name string) bool {

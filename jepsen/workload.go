@@ -64,6 +64,12 @@ type workload struct {
 	sdkClients []*client.Client
 	sdkNote    string
 	sfNote     string
+	// spawn starts one more worker (set by start): the DR run starts the
+	// promoted region's Snowflake generators with it.
+	spawn func(func(int, *rand.Rand))
+	// sfCycle, when bumped, makes every Snowflake generator start a new
+	// tenure (a new holder, a new lease) at its next burst.
+	sfCycle atomic.Int64
 
 	// nodesfLayout is the layout of the server-made Snowflake namespace.
 	nodesfLayout api.Namespace
@@ -133,6 +139,7 @@ func (w *workload) start(ctx context.Context, seed uint64) {
 			f(worker, rnd)
 		}()
 	}
+	w.spawn = spawn
 	for i := 0; i < w.cfg.RawWorkers; i++ {
 		spawn(func(worker int, rnd *rand.Rand) {
 			w.loop(func() bool {
@@ -192,7 +199,7 @@ func (w *workload) start(ctx context.Context, seed uint64) {
 		})
 	}
 	w.startSDK(ctx, spawn)
-	w.startSnowflake(spawn)
+	w.startSnowflake(spawn, "sf")
 	w.startNodeSnowflake(spawn)
 	for i := 0; i < w.cfg.LeaseWorkers; i++ {
 		spawn(func(worker int, rnd *rand.Rand) { w.leaseWorker(w.c, leaseNamespace, worker, rnd, w.stop) })

@@ -3,7 +3,7 @@
 # --unsafe-fault switches, built with -tags ticketd_faults): one run per
 # fault, with the nemeses that make it bite, stopped at the first violation.
 # A fault counts as caught when the run exits 1 (invalid) within the bound.
-#   scripts/jepsen-faults.sh                       # all sixteen
+#   scripts/jepsen-faults.sh                       # all seventeen
 #   scripts/jepsen-faults.sh skip-verify keep-blocks
 #   JEPSEN_FAULT_LIMIT=5m scripts/jepsen-faults.sh skip-barrier
 # Exit status: 0 if every fault run was caught, 1 otherwise.
@@ -15,7 +15,7 @@ faults=("$@")
 (( ${#faults[@]} )) || faults=(serve-uncommitted skip-verify keep-blocks raise-no-cut raise-cut-by-caller skip-barrier
   restore-skip-empty-check reuse-lease-tokens skip-acquire-idempotency lease-wall-clock-expiry
   grouped-blocks-ignore-level snowflake-serve-after-lease snowflake-ignore-floor promote-without-advance
-  standby-trust-receipt promoted-refuse-recorded-only)
+  standby-trust-receipt promoted-refuse-recorded-only promote-keeps-leases)
 limit=${JEPSEN_FAULT_LIMIT:-3m}
 jepsen_build
 cd "$jepsen_root"
@@ -135,6 +135,17 @@ for f in "${faults[@]}"; do
     # promoted node follows it instead of refusing it: no fence, the old
     # region serves, the promoted node's own history is cut back.
     promoted-refuse-recorded-only) prof=(--dr --dr-disaster joined --time-limit 40s --dr-after 10s
+      --nemesis kill-leader,partition-leader,pause-leader --fault-min 2s --fault-max 3s --many-workers 4) ;;
+    # ticketd promote --advance keeps the leases the standby holds and
+    # rests no namespace (the rule before issue 42). A DR run whose
+    # disaster cuts the standby off and at once has every Snowflake
+    # generator take a new lease (6 s leases in a DR run), which the
+    # standby never hears of; the primary serves on for 2 s and is killed,
+    # and its generators go on issuing until their leases end. The
+    # promoted node grants those worker ids at once to the promoted
+    # region's generators: two tenures of one worker id at the same time,
+    # and IDs issued twice.
+    promote-keeps-leases) prof=(--dr --dr-disaster leases --time-limit 50s --dr-after 25s
       --nemesis kill-leader,partition-leader,pause-leader --fault-min 2s --fault-max 3s --many-workers 4) ;;
     *) echo "unknown fault $f" >&2; exit 2 ;;
   esac

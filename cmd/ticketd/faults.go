@@ -22,7 +22,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait, standby-trust-receipt, promoted-refuse-recorded-only; for ticketd promote: promote-without-advance")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait, standby-trust-receipt, promoted-refuse-recorded-only; for ticketd promote: promote-without-advance, promote-keeps-leases")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -109,11 +109,19 @@ func installClockControl(cfg *server.Config) {
 
 // promoteFaults plants the bugs of ticketd promote.
 func promoteFaults(spec string) (func(*fsm.FSM), error) {
-	switch strings.TrimSpace(spec) {
-	case "":
+	if strings.TrimSpace(spec) == "" {
 		return nil, nil
-	case "promote-without-advance":
-		return func(f *fsm.FSM) { f.PlantFaults(fsm.Faults{PromoteWithoutAdvance: true}) }, nil
 	}
-	return nil, fmt.Errorf("--unsafe-fault %q: ticketd promote knows only promote-without-advance", spec)
+	var x fsm.Faults
+	for _, f := range strings.Split(spec, ",") {
+		switch strings.TrimSpace(f) {
+		case "promote-without-advance":
+			x.PromoteWithoutAdvance = true
+		case "promote-keeps-leases":
+			x.PromoteKeepsLeases = true
+		default:
+			return nil, fmt.Errorf("--unsafe-fault %q: ticketd promote knows only promote-without-advance and promote-keeps-leases", f)
+		}
+	}
+	return func(f *fsm.FSM) { f.PlantFaults(x) }, nil
 }

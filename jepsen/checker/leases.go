@@ -119,8 +119,10 @@ func clusterName(c string) string {
 //   - one holder per worker id: a grant of worker id w must not complete
 //     while another request id certainly holds w: that one was answered
 //     ok before the new request id was first sent, its lease could not
-//     have expired when the new grant completed (heldAt), and its release
-//     had not been sent yet.
+//     have expired when the new grant completed (heldAt), and no release
+//     of it that may have taken effect (answered ok, or unknown) had been
+//     sent yet: a release refused, or never sent because its node was
+//     down, leaves the lease held until its TTL runs out.
 //
 // No check reads a server's wall clock (except in histories recorded
 // before the TTL was): the clock nemesis steps them.
@@ -137,6 +139,13 @@ func CheckLeases(ops []Op) LeaseResult {
 		case o.F == FRelease:
 			if o.Outcome == OK {
 				r.Releases++
+			}
+			if o.Outcome == Fail {
+				// Refused (409: the server does not hold it; 401, ...)
+				// or never sent (the node was down): it released
+				// nothing, and the lease lasts until its TTL runs out.
+				// A holder whose region is lost meets exactly this.
+				continue
 			}
 			k := o.Cluster + "\x00" + o.Seq + "\x00" + o.RequestID
 			if t, ok := released[k]; !ok || o.Invoke < t {

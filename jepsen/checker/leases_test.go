@@ -3,6 +3,7 @@ package checker
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -314,6 +315,23 @@ func TestLeases_PlantedDoubleGrant(t *testing.T) {
 	// delay is the server's business, not a safety rule of the lease).
 	if r := CheckLeases(append(ops, rel("r1", 8))); !r.Valid {
 		t.Fatalf("grant after a release judged invalid: %+v", r.Examples)
+	}
+	// A release that released nothing does not count: one never sent
+	// (its node was down: the primary lost in a DR run) and one refused
+	// (409 from a node that does not know the lease, such as a promoted
+	// standby that never saw the grant). An unknown one may have taken
+	// effect, so it counts.
+	notSent, refused, unknown := rel("r1", 8), rel("r1", 8), rel("r1", 8)
+	notSent.Outcome, notSent.Err = Fail, "connection refused"
+	refused.Outcome, refused.Status = Fail, 409
+	unknown.Outcome, unknown.Err = Unknown, "timeout"
+	for name, c := range map[string]struct {
+		rel   Op
+		valid bool
+	}{"not sent": {notSent, false}, "refused": {refused, false}, "unknown": {unknown, true}} {
+		if r := CheckLeases(append(slices.Clone(ops), c.rel)); r.Valid != c.valid {
+			t.Errorf("release %s before the second grant: valid %v, want %v (%+v)", name, r.Valid, c.valid, r.Examples)
+		}
 	}
 	// Expired first: fine too.
 	ops = []Op{acq(1, "", "ns", "r1", 0, 5, 3, 10), acq(2, "", "ns", "r2", 4000, 4005, 3, 11)}
