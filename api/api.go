@@ -596,6 +596,10 @@ type Lease struct {
 	// holder of this worker id may have used: the generator must issue
 	// only timestamps above it. 0 when the id was never held before.
 	TimestampFloorMs int64 `json:"timestamp_floor_ms,omitempty"`
+	// GrantSeq is the sequence number of the lease's grant record in the
+	// allocation audit (GET /v1/audit): a public name of the lease, which
+	// its token is not. 0 when the audit no longer retains the record.
+	GrantSeq uint64 `json:"grant_seq,omitempty"`
 }
 
 // LeaseList is the body of GET /v1/namespaces/{name}/leases.
@@ -701,6 +705,10 @@ type SnowflakeIDs struct {
 	// Node is the node that made them; WorkerID the worker id of its lease.
 	Node     string `json:"node"`
 	WorkerID int64  `json:"worker_id"`
+	// LeaseGrantSeq names the node's lease the IDs were made under: its
+	// grant_seq (the grant's record in GET /v1/audit). Absent when the
+	// node cannot name one lease (the IDs spanned a change of lease).
+	LeaseGrantSeq uint64 `json:"lease_grant_seq,omitempty"`
 	// IDs as JSON numbers, and IDsText the same as decimal strings, for
 	// callers whose numbers lose precision above 2^53 (JavaScript).
 	IDs     []int64  `json:"ids"`

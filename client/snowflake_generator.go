@@ -510,6 +510,10 @@ type SnowflakeLease struct {
 	// the grant (0: none): the generator issues only ticks that start
 	// after it.
 	TimestampFloorMs int64
+	// GrantSeq is the audit sequence number of the lease's grant record
+	// (GET /v1/audit): a public name of this lease, unlike Token (0: the
+	// cluster did not name it).
+	GrantSeq uint64
 	// Deadline is when the generator stops issuing unless a renewal
 	// succeeds first, in the generator's wall clock.
 	Deadline time.Time
@@ -604,7 +608,7 @@ func (g *Snowflake) Next(ctx context.Context) (int64, error) {
 	if n == 1 {
 		return one[0], nil
 	}
-	if _, err := g.fill(ctx, one[:], 0, wait, err); err != nil {
+	if _, err := g.fill(ctx, one[:], 0, wait, err, nil); err != nil {
 		return 0, err
 	}
 	return one[0], nil
@@ -619,6 +623,45 @@ const MaxSnowflakeBatch = 1 << 20
 // tick has left under one lock, then waits for the next tick. On error it
 // returns no IDs (those it took are skipped).
 func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
+	return g.nextN(ctx, n, nil)
+}
+
+// NextNWithGrant is NextN that also names the lease the IDs were made
+// under by its grant's audit sequence number (SnowflakeLease.GrantSeq):
+// the public name of a tenure of a worker id, which its token, the
+// holder's capability, is not. It is 0 when the IDs came from more than
+// one lease (the lease changed while the call waited for one), when the
+// cluster did not name the lease (a cluster before issue 47), and in
+// unordered mode. A node's Snowflake service answers it with the IDs, so
+// that a check can put every answer in its tenure exactly.
+func (g *Snowflake) NextNWithGrant(ctx context.Context, n int) ([]int64, uint64, error) {
+	var t grantTrack
+	ids, err := g.nextN(ctx, n, &t)
+	if err != nil || t.mixed {
+		return ids, 0, err
+	}
+	return ids, t.seq, nil
+}
+
+// grantTrack follows the leases a call took IDs under.
+type grantTrack struct {
+	seq   uint64
+	taken bool
+	mixed bool
+}
+
+// note records that IDs were taken under l; g.mu is held.
+func (t *grantTrack) note(l *sfLease) {
+	if t == nil || l == nil {
+		return
+	}
+	if t.taken && t.seq != l.grantSeq {
+		t.mixed = true
+	}
+	t.seq, t.taken = l.grantSeq, true
+}
+
+func (g *Snowflake) nextN(ctx context.Context, n int, t *grantTrack) ([]int64, error) {
 	if n < 1 || n > MaxSnowflakeBatch {
 		return nil, invalidf("NextN: n must be between 1 and %d, got %d", MaxSnowflakeBatch, n)
 	}
@@ -628,13 +671,19 @@ func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
 	var err error
 	if g.shards != nil {
 		k, wait, err = g.takeOnShards(out)
+		if t != nil {
+			t.mixed = true // the shards' leases are not followed
+		}
 	} else {
 		g.mu.Lock()
 		k, wait, err = g.takeLocked(out)
+		if k > 0 {
+			t.note(g.lease)
+		}
 		g.mu.Unlock()
 	}
 	if k < n {
-		if _, err := g.fill(ctx, out, k, wait, err); err != nil {
+		if _, err := g.fill(ctx, out, k, wait, err, t); err != nil {
 			return nil, err
 		}
 	}
@@ -644,8 +693,9 @@ func (g *Snowflake) NextN(ctx context.Context, n int) ([]int64, error) {
 	return out, nil
 }
 
-// fill takes IDs into dst[n:] until it is full, waiting as takeLocked asks.
-func (g *Snowflake) fill(ctx context.Context, dst []int64, n int, wait time.Duration, err error) (int, error) {
+// fill takes IDs into dst[n:] until it is full, waiting as takeLocked asks
+// (t, if not nil, follows the leases they are taken under).
+func (g *Snowflake) fill(ctx context.Context, dst []int64, n int, wait time.Duration, err error, t *grantTrack) (int, error) {
 	if ctx == nil {
 		return n, invalidf("nil context")
 	}
@@ -672,6 +722,9 @@ func (g *Snowflake) fill(ctx context.Context, dst []int64, n int, wait time.Dura
 		} else {
 			g.mu.Lock()
 			k, wait, err = g.takeLocked(dst[n:])
+			if k > 0 {
+				t.note(g.lease)
+			}
 			g.mu.Unlock()
 		}
 		n += k
@@ -971,7 +1024,7 @@ func (g *Snowflake) Lease() (SnowflakeLease, bool) {
 	}
 	return SnowflakeLease{
 		Namespace: g.ns, WorkerID: l.worker, Token: l.token, Holder: g.cfg.holder, TTL: l.ttl,
-		GrantedMs: l.grantedMs, TimestampFloorMs: l.floorMs, Deadline: time.Unix(0, l.deadlineWall), Valid: g.validLocked(), Layout: g.layout.ns,
+		GrantedMs: l.grantedMs, TimestampFloorMs: l.floorMs, GrantSeq: l.grantSeq, Deadline: time.Unix(0, l.deadlineWall), Valid: g.validLocked(), Layout: g.layout.ns,
 	}, true
 }
 

@@ -54,3 +54,19 @@ func TestClientTimeMs_RoundsUp(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantTrack_OneLeaseNamedMixedNot: a call's IDs are named by their
+// lease only if they all came from one (issue 47).
+func TestGrantTrack_OneLeaseNamedMixedNot(t *testing.T) {
+	var nilTrack *grantTrack
+	nilTrack.note(&sfLease{grantSeq: 1}) // NextN follows nothing
+	var one grantTrack
+	one.note(&sfLease{grantSeq: 7})
+	one.note(&sfLease{grantSeq: 7})
+	var two grantTrack
+	two.note(&sfLease{grantSeq: 7})
+	two.note(&sfLease{grantSeq: 8})
+	if one.mixed || one.seq != 7 || !two.mixed {
+		t.Fatalf("one lease %+v, two %+v", one, two)
+	}
+}

@@ -25,6 +25,7 @@ type sfLease struct {
 	token     uint64
 	ttl       time.Duration
 	grantedMs int64
+	grantSeq  uint64 // the grant's audit sequence number (0: not named)
 	// The generator issues only while mono < deadlineMono and the
 	// timestamp it issues is below deadlineWall: both are the send time
 	// of the last successful grant or renewal plus TTL minus the margin,
@@ -193,7 +194,7 @@ func (g *Snowflake) acquire() error {
 		g.release(&sfLease{worker: out.WorkerID, token: out.Token})
 		return g.fatal
 	}
-	l := &sfLease{worker: out.WorkerID, token: out.Token, ttl: time.Duration(out.TTLMs) * time.Millisecond, grantedMs: out.GrantedMs}
+	l := &sfLease{worker: out.WorkerID, token: out.Token, ttl: time.Duration(out.TTLMs) * time.Millisecond, grantedMs: out.GrantedMs, grantSeq: out.GrantSeq}
 	if err := g.setDeadlineLocked(l, sendW, sendM, renewAt); err != nil {
 		g.fatal = err
 		g.notifyLocked()

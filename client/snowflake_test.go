@@ -239,7 +239,8 @@ func (f *leaseStandIn) acquire(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		f.token++
-		l := &api.Lease{Namespace: name, WorkerID: wk, Holder: req.Holder, Token: f.token, GrantedMs: now, ExpiresMs: now + n.LeaseTTLMs}
+		l := &api.Lease{Namespace: name, WorkerID: wk, Holder: req.Holder, Token: f.token, GrantedMs: now, ExpiresMs: now + n.LeaseTTLMs,
+			GrantSeq: 1000 + f.token} // the audit numbers every grant, not only leases
 		if used {
 			bound := f.bounds[prev]
 			if bound == 0 { // a holder that never sent its clock: the cluster's stamp
@@ -1137,4 +1138,38 @@ func goSnowflakeCallers(t *testing.T, wg *sync.WaitGroup, g *client.Snowflake, g
 		})
 	}
 	return results
+}
+
+// TestSnowflake_NextNWithGrant_NamesTheLease (issue 47): the IDs of a call
+// are named by their lease's grant_seq, and after the lease is lost the new
+// one's name comes with the IDs made under it.
+func TestSnowflake_NextNWithGrant_NamesTheLease(t *testing.T) {
+	noLeak(t)
+	f := newLeaseStandIn(nil)
+	t.Cleanup(f.Close)
+	f.addNamespace("users", 3*time.Second, 3*time.Second, nil)
+	c := newClient(t, []string{f.URL()})
+	g := newSnowflake(t, c, "users", client.WithHolder("test/1"))
+	l := waitLease(t, g, 5*time.Second)
+	ids, seq, err := g.NextNWithGrant(context.Background(), 100)
+	if err != nil || len(ids) != 100 || seq != 1000+l.Token || l.GrantSeq != seq {
+		t.Fatalf("NextNWithGrant: %d IDs, grant %d, %v; lease %+v", len(ids), seq, err, l)
+	}
+	// The cluster says the lease is lost at the next renewal (1 s, a
+	// third of the TTL): a new lease, a new name.
+	f.set(func(f *leaseStandIn) { f.lostNext = 1 })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids, seq, err := g.NextNWithGrant(context.Background(), 1)
+		if nl, ok := g.Lease(); err == nil && ok && nl.Token != l.Token {
+			if w := client.DecodeSnowflake(nl.Layout, ids[0]).WorkerID; seq != 1000+nl.Token || nl.GrantSeq != seq || w != nl.WorkerID {
+				t.Fatalf("after the loss: grant %d, worker %d; new lease %+v", seq, w, nl)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new lease within 10 s (last: %d, %v)", seq, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

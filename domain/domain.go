@@ -118,6 +118,7 @@ type Lease struct {
 	State            string
 	EndReason        string
 	TimestampFloorMs int64
+	GrantSeq         uint64
 }
 
 // LeaseGrant is a lease with the namespace it belongs to, as read from the
@@ -327,7 +328,10 @@ type SnowflakeIDs struct {
 	Namespace string
 	Node      string
 	WorkerID  int64
-	IDs       []int64
+	// LeaseGrantSeq is the grant_seq of the lease the IDs were made under
+	// (0: not one lease, or not named).
+	LeaseGrantSeq uint64
+	IDs           []int64
 }
 
 // NodeSnowflake is this node's worker-id lease in one namespace

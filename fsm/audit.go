@@ -56,7 +56,8 @@ type AuditRecord struct {
 	LegacyClock bool `json:"legacy_clock,omitempty"`
 }
 
-func (f *FSM) audit(r AuditRecord) {
+// audit appends r and returns its sequence number.
+func (f *FSM) audit(r AuditRecord) uint64 {
 	if len(f.auditLog) >= AuditRetention {
 		// Drop the oldest tenth at once, so trimming is amortised.
 		drop := AuditRetention / 10
@@ -65,6 +66,7 @@ func (f *FSM) audit(r AuditRecord) {
 	f.auditSeq++
 	r.Seq = f.auditSeq
 	f.auditLog = append(f.auditLog, r)
+	return r.Seq
 }
 
 // Audit returns up to limit records with a sequence number above afterSeq,

@@ -152,6 +152,7 @@ func (f *FSM) applyRestore(c RestoreBackup, index uint64) any {
 	for _, r := range st.Audit {
 		f.audit(r) // renumbers
 	}
+	f.linkGrantSeqs()
 	f.clockMs = max(f.clockMs, st.ClockMs)
 	f.tokenFloor = max(f.tokenFloor, st.TokenFloor)
 	// Every restored lease is a lease change: the leader's lessor rescans

@@ -476,6 +476,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.members[m.ID] = m
 	}
 	f.auditLog, f.auditSeq = st.Audit, st.AuditSeq
+	f.linkGrantSeqs()
 	f.clockMs, f.tokenFloor = st.ClockMs, st.TokenFloor
 	f.lastIndex, f.lastTerm = st.LastIndex, st.LastTerm
 	f.clusterLevel.Store(uint32(st.FeatureLevel))

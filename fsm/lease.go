@@ -77,6 +77,14 @@ type Lease struct {
 	// worker id may have used, handed to this holder at its grant: it
 	// issues only timestamps above it (v4).
 	TimestampFloorMs int64 `json:"timestamp_floor_ms,omitempty"`
+
+	// GrantSeq is the audit sequence number (AuditRecord.Seq) of the
+	// lease's grant record: a public name of the lease, which the token,
+	// its holder's capability, is not (issue 47). It is derived, not
+	// written to snapshots: a restore links it again from the audit it
+	// restores (linkGrantSeqs), 0 where the audit no longer retains the
+	// grant.
+	GrantSeq uint64 `json:"-"`
 }
 
 // LeaseState is where a lease is in its life.
@@ -445,8 +453,29 @@ func (f *FSM) grant(ns *Namespace, w int64, holder, requestID string, clientMs i
 	leases[w] = l
 	f.tokenFloor = max(f.tokenFloor, token)
 	f.leaseChanges++
-	f.audit(rec)
+	l.GrantSeq = f.audit(rec)
 	return *l
+}
+
+// linkGrantSeqs sets every lease's GrantSeq from the audit, after a
+// restore; f.mu is held.
+func (f *FSM) linkGrantSeqs() {
+	type grantKey struct {
+		ns     string
+		worker int64
+		token  uint64
+	}
+	seqs := map[grantKey]uint64{}
+	for i := range f.auditLog {
+		if r := &f.auditLog[i]; r.Kind == AuditLease {
+			seqs[grantKey{r.Namespace, r.WorkerID, r.Token}] = r.Seq
+		}
+	}
+	for _, byID := range f.leases {
+		for _, l := range byID {
+			l.GrantSeq = seqs[grantKey{l.Namespace, l.WorkerID, l.Token}]
+		}
+	}
 }
 
 // The legacy lease commands (types 6-8) decide by comparing wall-clock

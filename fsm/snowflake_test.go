@@ -3,7 +3,9 @@ package fsm_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -345,6 +347,53 @@ func TestSnapshotFixtureV2_UpgradesTokenFloorAndAuditNumbers(t *testing.T) {
 	for _, old := range f.Leases("users") {
 		if old.WorkerID != l.WorkerID && old.Token >= l.Token {
 			t.Fatalf("new token %d not above %d", l.Token, old.Token)
+		}
+	}
+}
+
+// TestLease_GrantSeq_NamesTheGrantRecord (issue 47): a grant's answer, a
+// retried acquire's, a renewal's and the listing name the lease by the
+// sequence number of its grant record in the audit; a snapshot restore
+// links it again from the audit, and a backup restore from the renumbered
+// records.
+func TestLease_GrantSeq_NamesTheGrantRecord(t *testing.T) {
+	a := leaseApplier{newApplier(t)}
+	a.create(testNamespace("ns"), t0)
+	a.mustCreate("s", 1, math.MaxInt64)
+	a.apply(fsm.EncodeReserveBlock(fsm.ReserveBlock{Name: "s", Count: 10, Min: 1})) // a block record first
+	recordOf := func(f *fsm.FSM, seq uint64) fsm.AuditRecord {
+		for _, r := range f.Audit(0, 1000) {
+			if r.Seq == seq {
+				return r
+			}
+		}
+		return fsm.AuditRecord{}
+	}
+	l, ok := a.apply(fsm.EncodeLeaseOp(fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: "ns", Holder: "h", RequestID: "r1", Stamp: fsm.Stamp{NowMs: t0}})).(fsm.Lease)
+	if !ok || l.GrantSeq == 0 {
+		t.Fatalf("grant %+v", l)
+	}
+	if r := recordOf(a.f, l.GrantSeq); r.Kind != fsm.AuditLease || r.Token != l.Token || r.WorkerID != l.WorkerID || r.Holder != "h" {
+		t.Fatalf("grant_seq %d names %+v, not the grant of token %d", l.GrantSeq, r, l.Token)
+	}
+	retry, _ := a.apply(fsm.EncodeLeaseOp(fsm.LeaseOp{Op: fsm.LeaseOpAcquire, Namespace: "ns", Holder: "h", RequestID: "r1", Stamp: fsm.Stamp{NowMs: t0 + 1}})).(fsm.Lease)
+	renewed, _ := a.renew("ns", l.WorkerID, l.Token, t0+2).(fsm.Lease)
+	second := a.mustAcquire("ns", "h2", t0+3)
+	if retry.GrantSeq != l.GrantSeq || renewed.GrantSeq != l.GrantSeq || second.GrantSeq <= l.GrantSeq || a.f.Leases("ns")[0].GrantSeq != l.GrantSeq {
+		t.Fatalf("retry %d, renewal %d, second grant %d, listing %+v; grant %d", retry.GrantSeq, renewed.GrantSeq, second.GrantSeq, a.f.Leases("ns"), l.GrantSeq)
+	}
+	if g := restore(t, persist(t, a.f)); !reflect.DeepEqual(g.Leases("ns"), a.f.Leases("ns")) {
+		t.Fatalf("after a snapshot restore %+v, want %+v", g.Leases("ns"), a.f.Leases("ns"))
+	}
+	// A backup restored elsewhere: the records are renumbered after the
+	// new cluster's own, and the leases name their new numbers.
+	b := leaseApplier{newApplier(t)}
+	b.create(testNamespace("other"), t0)
+	b.mustAcquire("other", "x", t0)
+	b.restoreBackup(backupOf(t, a.f), 100, t0+10)
+	for _, rl := range b.f.Leases("ns") {
+		if r := recordOf(b.f, rl.GrantSeq); rl.GrantSeq == 0 || r.Token != rl.Token || r.Namespace != "ns" {
+			t.Fatalf("restored lease %+v names record %+v", rl, r)
 		}
 	}
 }

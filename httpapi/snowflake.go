@@ -202,7 +202,7 @@ func leaseView(l domain.Lease, n domain.Namespace, withToken bool) api.Lease {
 		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder,
 		GrantedMs: l.GrantedMs, ExpiresMs: l.ExpiresMs, ReleasedMs: l.ReleasedMs,
 		TTLMs: n.LeaseTTLMs, Layout: namespaceView(n),
-		State: l.State, EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs,
+		State: l.State, EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs, GrantSeq: l.GrantSeq,
 	}
 	if withToken {
 		v.Token = l.Token

@@ -84,7 +84,7 @@ func writeSnowflakeIDs(c echo.Context, out domain.SnowflakeIDs) error {
 		for i, id := range out.IDs {
 			text[i] = strconv.FormatInt(id, 10)
 		}
-		return c.JSON(http.StatusOK, api.SnowflakeIDs{Namespace: out.Namespace, Node: out.Node, WorkerID: out.WorkerID, IDs: out.IDs, IDsText: text})
+		return c.JSON(http.StatusOK, api.SnowflakeIDs{Namespace: out.Namespace, Node: out.Node, WorkerID: out.WorkerID, LeaseGrantSeq: out.LeaseGrantSeq, IDs: out.IDs, IDsText: text})
 	}
 	bp := idsBufPool.Get().(*[]byte)
 	b := appendSnowflakeIDsJSON((*bp)[:0], out)
@@ -105,6 +105,10 @@ func appendSnowflakeIDsJSON(b []byte, out domain.SnowflakeIDs) []byte {
 	b = append(b, out.Node...)
 	b = append(b, `","worker_id":`...)
 	b = strconv.AppendInt(b, out.WorkerID, 10)
+	if out.LeaseGrantSeq != 0 {
+		b = append(b, `,"lease_grant_seq":`...)
+		b = strconv.AppendUint(b, out.LeaseGrantSeq, 10)
+	}
 	b = append(b, `,"ids":[`...)
 	for i, id := range out.IDs {
 		if i > 0 {

@@ -155,11 +155,11 @@ func (s *Service) Take(ctx context.Context, ns string, n int) (domain.SnowflakeI
 	case <-ctx.Done():
 		return domain.SnowflakeIDs{}, domain.Kindf(domain.ErrUnavailable, "waiting for this node's first worker-id lease in %q: %v", ns, context.Cause(ctx))
 	}
-	ids, err := gen.g.NextN(ctx, n)
+	ids, grant, err := gen.g.NextNWithGrant(ctx, n)
 	if err != nil {
 		return domain.SnowflakeIDs{}, s.kindOf(ns, err)
 	}
-	out := domain.SnowflakeIDs{Namespace: ns, Node: s.cfg.Node, IDs: ids, WorkerID: -1}
+	out := domain.SnowflakeIDs{Namespace: ns, Node: s.cfg.Node, IDs: ids, WorkerID: -1, LeaseGrantSeq: grant}
 	lay := gen.layout.Load()
 	if lay == nil {
 		if l, ok := gen.g.Lease(); ok {

@@ -107,7 +107,7 @@ func (w *workload) nodeSnowflakeHTTP(worker int, n *Node, count int) bool {
 			o.Malformed = "undecodable: " + shortBody(r.body)
 		} else {
 			wk := a.WorkerID
-			o.IDs, o.LeaseWorker = a.IDs, &wk
+			o.IDs, o.LeaseWorker, o.GrantSeq = a.IDs, &wk, a.LeaseGrantSeq
 			o.Malformed = w.nodesfMalformed(o, n, a)
 		}
 	} else {

@@ -43,12 +43,15 @@ func takeIDs(t *testing.T, tc *testcluster.Cluster, n *testcluster.Node, ns stri
 // TestSnowflakeIDs_EveryNodeServesFromItsOwnLease: each node of three
 // answers from its own worker-id lease (three holders, three worker ids),
 // nothing is forwarded, IDs strictly increase per node and never repeat
-// across nodes, and ids_text is ids as strings.
+// across nodes, and ids_text is ids as strings. Each answer names the
+// lease it was made under by its grant_seq (issue 47), which the listing
+// shows and the audit's record of that grant carries.
 func TestSnowflakeIDs_EveryNodeServesFromItsOwnLease(t *testing.T) {
 	tc := testcluster.New(t, 3, nil)
 	createNamespace(t, tc, "orders", api.NamespaceRequest{})
 	seen := map[int64]string{}
 	workers := map[int64]string{}
+	grants := map[string]uint64{}
 	for _, n := range tc.Running() {
 		var last int64
 		for i, count := range []int64{0, 1, 100, api.MaxSnowflakeIDs} {
@@ -56,6 +59,10 @@ func TestSnowflakeIDs_EveryNodeServesFromItsOwnLease(t *testing.T) {
 			if st != http.StatusOK {
 				t.Fatalf("%s count %d: %d %+v", n.ID, count, st, prob)
 			}
+			if g, ok := grants[n.ID]; out.LeaseGrantSeq == 0 || (ok && g != out.LeaseGrantSeq) {
+				t.Fatalf("%s count %d: lease_grant_seq %d (before: %d)", n.ID, count, out.LeaseGrantSeq, g)
+			}
+			grants[n.ID] = out.LeaseGrantSeq
 			want := max(count, 1)
 			if int64(len(out.IDs)) != want || len(out.IDsText) != len(out.IDs) || out.Node != n.ID || out.Namespace != "orders" {
 				t.Fatalf("%s count %d: %d ids, %d texts, node %q", n.ID, count, len(out.IDs), len(out.IDsText), out.Node)
@@ -92,6 +99,22 @@ func TestSnowflakeIDs_EveryNodeServesFromItsOwnLease(t *testing.T) {
 	for _, n := range tc.Running() {
 		if !holders[idgen.Holder(n.ID)] {
 			t.Fatalf("no lease held by %s: %+v", idgen.Holder(n.ID), leases)
+		}
+	}
+	var audit api.AuditList
+	if st, err := tc.Do(http.MethodGet, tc.URL(tc.Running()[0])+"/v1/audit?limit=1000", nil, &audit); err != nil || st != http.StatusOK {
+		t.Fatalf("audit: %d %v", st, err)
+	}
+	for _, n := range tc.Running() {
+		var listed, recorded bool
+		for _, l := range leases {
+			listed = listed || (l.Holder == idgen.Holder(n.ID) && l.GrantSeq == grants[n.ID] && l.State == "held")
+		}
+		for _, r := range audit.Records {
+			recorded = recorded || (r.Seq == grants[n.ID] && r.Kind == "lease" && r.Holder == idgen.Holder(n.ID) && r.Namespace == "orders")
+		}
+		if !listed || !recorded {
+			t.Fatalf("%s answered lease_grant_seq %d: listed %v, the audit's grant record %v (%+v)", n.ID, grants[n.ID], listed, recorded, leases)
 		}
 	}
 }

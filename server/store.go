@@ -90,7 +90,7 @@ func leaseOf(l fsm.Lease) domain.Lease {
 	return domain.Lease{
 		Namespace: l.Namespace, WorkerID: l.WorkerID, Holder: l.Holder, Token: l.Token,
 		GrantedMs: l.GrantedMs, ExpiresMs: l.ExpiresMs, ReleasedMs: l.ReleasedMs,
-		State: string(l.State), EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs,
+		State: string(l.State), EndReason: l.EndReason, TimestampFloorMs: l.TimestampFloorMs, GrantSeq: l.GrantSeq,
 	}
 }
 

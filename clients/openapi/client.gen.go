@@ -5949,8 +5949,11 @@ type Lease struct {
 	// EndReason What ended it: released, revoked, expired or restored.
 	//
 	// Examples: released
-	EndReason *string   `json:"end_reason,omitempty"`
-	ExpiresMs int64     `json:"expires_ms"`
+	EndReason *string `json:"end_reason,omitempty"`
+	ExpiresMs int64   `json:"expires_ms"`
+
+	// GrantSeq The sequence number of the lease's grant record in the allocation audit (GET /v1/audit): a public name of the lease, which its token is not. Absent when the audit no longer retains the record.
+	GrantSeq  *uint64   `json:"grant_seq,omitempty"`
 	GrantedMs int64     `json:"granted_ms"`
 	Holder    string    `json:"holder"`
 	Layout    Namespace `json:"layout"`
@@ -6342,6 +6345,9 @@ type SnowflakeIDs struct {
 
 	// IdsText The same IDs as decimal strings, in the same order.
 	IdsText []string `json:"ids_text"`
+
+	// LeaseGrantSeq The `grant_seq` of the node's lease the IDs were made under: the tenure that made them. Absent when the IDs spanned a change of lease.
+	LeaseGrantSeq *uint64 `json:"lease_grant_seq,omitempty"`
 
 	// Namespace A sequence or namespace name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.
 	//

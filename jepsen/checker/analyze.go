@@ -124,8 +124,8 @@ func Analyze(h *History, opt Options) Results {
 		seen = append(seen, r.Snowflake.FirstSeenMs)
 	}
 	if ns := r.NodeSnowflake; !ns.Valid {
-		reasons = append(reasons, fmt.Sprintf("server-made snowflake: %d IDs served twice, %d requests out of order in a tenure, %d requests below IDs served before they were sent, %d IDs below an earlier tenure's, %d below their floor, %d past their lease's end bound, %d requests after a later tenure of the worker id served",
-			ns.Duplicates, ns.OutOfOrder, ns.BelowEarlierServed, ns.BelowEarlierTenure, ns.BelowFloor, ns.PastEnd, ns.AfterLease))
+		reasons = append(reasons, fmt.Sprintf("server-made snowflake: %d IDs served twice, %d requests out of order in a tenure, %d requests below IDs served before they were sent, %d IDs below an earlier tenure's, %d below their floor, %d past their lease's end bound, %d requests after a later tenure of the worker id served, %d answers naming a lease not theirs",
+			ns.Duplicates, ns.OutOfOrder, ns.BelowEarlierServed, ns.BelowEarlierTenure, ns.BelowFloor, ns.PastEnd, ns.AfterLease, ns.Misnamed))
 		seen = append(seen, ns.FirstSeenMs)
 	}
 	if !r.Migration.Valid {

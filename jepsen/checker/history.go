@@ -132,6 +132,10 @@ type Op struct {
 	WorkerBits uint8   `json:"worker_bits,omitempty"`
 	// Protocol is how a node-snowflake request went: "http" or "resp".
 	Protocol string `json:"protocol,omitempty"`
+	// GrantSeq is the lease a node-snowflake answer names as the one its
+	// IDs were made under (lease_grant_seq: its grant's audit sequence
+	// number; 0: not named, as over RESP).
+	GrantSeq uint64 `json:"grant_seq,omitempty"`
 	// Backup and restore: the backup's size, the restore's advance, and
 	// whether the restore was sent to a cluster that had issued IDs.
 	Bytes   int   `json:"bytes,omitempty"`

@@ -33,18 +33,19 @@ import (
 //     the same worker id was answered: its node served after its lease
 //     ended.
 //
-// An answer carries its node and worker id, not its token: a request is
-// put in the tenure of its node and worker id whose grant the harness read
-// in the audit by the request's completion plus attributionSlack, once a
-// pass through the audit began after the request completed (the audit is
-// read every second or so, and a node's next grant of the same
-// worker id comes a recycle delay after its lease ended, longer than the
-// slack and the operation timeout together). A request the audit has not
-// been read far enough past yet, or whose node has no grant of its worker
-// id in the audit, is left out of the tenure checks (Unattributed) and
-// still takes part in the others.
+// An answer carries its node and worker id and, since issue 47, names the
+// lease its IDs were made under (lease_grant_seq: the audit sequence number
+// of the lease's grant record, a public name where the token is the
+// holder's capability). A request is put in the tenure its answer names,
+// whatever the time; a RESP request, which names none, in the tenure that
+// the same node's named answers of its worker id just before and just
+// after it both name (attributeNamed). A request whose grant the harness
+// has not read in the audit, or whose neighbours disagree, is left out of
+// the tenure checks (Unattributed) and still takes part in the others.
+// Histories recorded before answers named their lease are attributed by
+// time, as they were then (attributeTimed).
 
-// attributionSlack: see above.
+// attributionSlack: see attributeTimed.
 const attributionSlack = 3_000_000_000 // ns
 
 // NodeSnowflakeResult is the verdict on the server-made Snowflake IDs.
@@ -70,15 +71,18 @@ type NodeSnowflakeResult struct {
 	// The violations, in IDs (Duplicates, BelowEarlierTenure, BelowFloor,
 	// PastEnd) or in requests (OutOfOrder, BelowEarlierServed,
 	// AfterLease).
-	Duplicates         int64       `json:"duplicates"`
-	OutOfOrder         int64       `json:"out_of_order"`
-	BelowEarlierServed int64       `json:"below_earlier_served"`
-	BelowEarlierTenure int64       `json:"below_earlier_tenure"`
-	BelowFloor         int64       `json:"below_floor"`
-	PastEnd            int64       `json:"past_end"`
-	AfterLease         int64       `json:"after_lease"`
-	Examples           []Violation `json:"examples,omitempty"`
-	FirstSeenMs        float64     `json:"first_seen_ms,omitempty"`
+	Duplicates         int64 `json:"duplicates"`
+	OutOfOrder         int64 `json:"out_of_order"`
+	BelowEarlierServed int64 `json:"below_earlier_served"`
+	BelowEarlierTenure int64 `json:"below_earlier_tenure"`
+	BelowFloor         int64 `json:"below_floor"`
+	PastEnd            int64 `json:"past_end"`
+	AfterLease         int64 `json:"after_lease"`
+	// Misnamed counts answers that named a lease (lease_grant_seq) the
+	// audit shows as another holder's, worker id's or namespace's.
+	Misnamed    int64       `json:"misnamed_lease,omitempty"`
+	Examples    []Violation `json:"examples,omitempty"`
+	FirstSeenMs float64     `json:"first_seen_ms,omitempty"`
 	// TenureList is every tenure, for the report (at most 200).
 	TenureList []NodeTenure `json:"tenure_list,omitempty"`
 }
@@ -195,7 +199,7 @@ func CheckNodeSnowflake(ops []Op, a *Audit) NodeSnowflakeResult {
 		}
 	}
 
-	tenures := r.attribute(reqs, a)
+	tenures := r.attribute(reqs, a, vs)
 
 	for _, k := range sortedKeys(byWorker) {
 		qs := byWorker[k]
@@ -212,48 +216,33 @@ func CheckNodeSnowflake(ops []Op, a *Audit) NodeSnowflakeResult {
 	return r
 }
 
+// auditKey is a holder's grants of one worker id.
+type auditKey struct {
+	ns, holder string
+	worker     int64
+}
+
 // attribute puts each request in its node's tenure (see the package doc
 // above) and returns the tenures, sorted by namespace, worker and token.
-func (r *NodeSnowflakeResult) attribute(reqs []*nsReq, a *Audit) []*NodeTenure {
+func (r *NodeSnowflakeResult) attribute(reqs []*nsReq, a *Audit, vs *violations) []*NodeTenure {
 	if a == nil {
 		r.Unattributed = int64(len(reqs))
 		return nil
 	}
-	type key struct {
-		ns, holder string
-		worker     int64
-	}
-	grants := map[key][]AuditRecord{}
+	grants := map[auditKey][]AuditRecord{}
 	for _, g := range a.Leases {
-		grants[key{g.Namespace, g.Holder, g.WorkerID}] = append(grants[key{g.Namespace, g.Holder, g.WorkerID}], g)
+		k := auditKey{g.Namespace, g.Holder, g.WorkerID}
+		grants[k] = append(grants[k], g)
 		r.Grants++
 	}
 	for k := range grants {
 		gs := grants[k]
 		sort.Slice(gs, func(i, j int) bool { return gs[i].Token < gs[j].Token })
 	}
-	// The audit was read past t once a pass began after it.
-	lastStart := int64(-1)
-	for _, p := range a.Polls {
-		lastStart = max(lastStart, p.StartNs)
-	}
 	byToken := map[string]*NodeTenure{}
 	var out []*NodeTenure
-	for _, q := range reqs {
+	put := func(q *nsReq, g AuditRecord) {
 		o := q.o
-		gs := grants[key{o.Seq, "ticketd/" + o.Node, *o.LeaseWorker}]
-		if len(gs) == 0 || lastStart < o.Complete {
-			// No pass has begun since it was answered: the grant it was
-			// served under may not have been read yet.
-			r.Unattributed++
-			continue
-		}
-		g := gs[0]
-		for _, c := range gs {
-			if c.SeenNs <= o.Complete+attributionSlack {
-				g = c
-			}
-		}
 		tk := fmt.Sprintf("%s/%d", o.Seq, g.Token)
 		t := byToken[tk]
 		if t == nil {
@@ -270,6 +259,15 @@ func (r *NodeSnowflakeResult) attribute(reqs []*nsReq, a *Audit) []*NodeTenure {
 		t.ops = append(t.ops, o)
 		t.lastDone = max(t.lastDone, o.Complete)
 	}
+	named := false
+	for _, q := range reqs {
+		named = named || q.o.GrantSeq != 0
+	}
+	if named {
+		r.attributeNamed(reqs, a, put, vs)
+	} else {
+		r.attributeTimed(reqs, a, grants, put)
+	}
 	// Floors: a listing's lease is a grant of its worker id and holder
 	// stamped with its GrantedMs. The stamps are the FSM's lease clock,
 	// which a clock step forward holds still until real time catches up:
@@ -277,7 +275,7 @@ func (r *NodeSnowflakeResult) attribute(reqs []*nsReq, a *Audit) []*NodeTenure {
 	// stamp, and the listing that showed a floor tells which one by when
 	// it was read (the grant the audit showed last by then, else the next).
 	for _, f := range a.Floors {
-		gs := grants[key{f.Namespace, f.Holder, f.WorkerID}]
+		gs := grants[auditKey{f.Namespace, f.Holder, f.WorkerID}]
 		var g *AuditRecord
 		for i := range gs {
 			if gs[i].TimeMs != f.GrantedMs {
@@ -309,6 +307,103 @@ func (r *NodeSnowflakeResult) attribute(reqs []*nsReq, a *Audit) []*NodeTenure {
 		return out[i].Token < out[j].Token
 	})
 	return out
+}
+
+// attributeNamed puts each request in the tenure its answer names (its
+// lease's grant_seq, the audit sequence number of the grant record): no
+// time decides. An answer that names a grant the audit tail has not read
+// (or lost in a gap) is left unattributed; one that names a grant of
+// another holder, worker id or namespace is a violation. A request whose
+// answer names none (RESP) is put in a tenure only when the same node's
+// named answers of its worker id just before it (completed before it was
+// sent) and just after it (sent after it completed) name the same one: a
+// node issues under one lease at a time and never takes an ended one up
+// again, so it served this one under that lease too.
+func (r *NodeSnowflakeResult) attributeNamed(reqs []*nsReq, a *Audit, put func(*nsReq, AuditRecord), vs *violations) {
+	bySeq := map[uint64]AuditRecord{}
+	for _, g := range a.Leases {
+		bySeq[g.Seq] = g
+	}
+	type lane struct {
+		ns, node string
+		worker   int64
+	}
+	namedOf := map[lane][]*nsReq{}
+	var unnamed []*nsReq
+	for _, q := range reqs {
+		o := q.o
+		if o.GrantSeq == 0 {
+			unnamed = append(unnamed, q)
+			continue
+		}
+		g, ok := bySeq[o.GrantSeq]
+		if !ok {
+			r.Unattributed++
+			continue
+		}
+		if g.Namespace != o.Seq || g.Holder != "ticketd/"+o.Node || g.WorkerID != *o.LeaseWorker {
+			r.Misnamed++
+			vs.note(max(o.Complete, g.SeenNs), Violation{Seq: o.Seq, A: ref(o), Detail: fmt.Sprintf(
+				"node %s answered IDs of worker %d naming the lease of grant_seq %d, which the audit shows as worker %d of %q held by %q (token %d)",
+				o.Node, *o.LeaseWorker, o.GrantSeq, g.WorkerID, g.Namespace, g.Holder, g.Token)})
+			continue
+		}
+		put(q, g)
+		l := lane{o.Seq, o.Node, *o.LeaseWorker}
+		namedOf[l] = append(namedOf[l], q)
+	}
+	for _, qs := range namedOf {
+		sort.Slice(qs, func(i, j int) bool { return qs[i].o.Complete < qs[j].o.Complete })
+	}
+	for _, u := range unnamed {
+		o := u.o
+		qs := namedOf[lane{o.Seq, o.Node, *o.LeaseWorker}]
+		var before, after *nsReq
+		for _, q := range qs {
+			if q.o.Complete < o.Invoke {
+				before = q
+			}
+			if q.o.Invoke > o.Complete && (after == nil || q.o.Invoke < after.o.Invoke) {
+				after = q
+			}
+		}
+		if before == nil || after == nil || before.token != after.token {
+			r.Unattributed++
+			continue
+		}
+		put(u, bySeq[before.o.GrantSeq])
+	}
+}
+
+// attributeTimed is the attribution of histories recorded before answers
+// named their lease (issue 47): a request is put in the tenure of its node
+// and worker id whose grant the harness read in the audit by the request's
+// completion plus attributionSlack, once a pass through the audit began
+// after the request completed. An audit read late (its node slow to apply,
+// or no leader to read from) puts a request in the tenure before its own.
+func (r *NodeSnowflakeResult) attributeTimed(reqs []*nsReq, a *Audit, grants map[auditKey][]AuditRecord, put func(*nsReq, AuditRecord)) {
+	// The audit was read past t once a pass began after it.
+	lastStart := int64(-1)
+	for _, p := range a.Polls {
+		lastStart = max(lastStart, p.StartNs)
+	}
+	for _, q := range reqs {
+		o := q.o
+		gs := grants[auditKey{o.Seq, "ticketd/" + o.Node, *o.LeaseWorker}]
+		if len(gs) == 0 || lastStart < o.Complete {
+			// No pass has begun since it was answered: the grant it was
+			// served under may not have been read yet.
+			r.Unattributed++
+			continue
+		}
+		g := gs[0]
+		for _, c := range gs {
+			if c.SeenNs <= o.Complete+attributionSlack {
+				g = c
+			}
+		}
+		put(q, g)
+	}
 }
 
 // checkRealTime checks one worker id's requests (key: namespace/worker):
@@ -448,9 +543,9 @@ func (r NodeSnowflakeResult) Summary() string {
 	for _, e := range sortedKeys(r.Errors) {
 		errs = append(errs, fmt.Sprintf("%s %d", e, r.Errors[e]))
 	}
-	return fmt.Sprintf("%d IDs from %d nodes (%s; errors: %s), %d tenures of %d grants, %d floors known, %d requests unattributed; %d IDs twice, %d requests out of order in a tenure, %d below IDs served before they were sent, %d IDs below an earlier tenure's, %d below their floor, %d past their lease's end bound, %d requests after a later tenure served",
+	return fmt.Sprintf("%d IDs from %d nodes (%s; errors: %s), %d tenures of %d grants, %d floors known, %d requests unattributed; %d IDs twice, %d requests out of order in a tenure, %d below IDs served before they were sent, %d IDs below an earlier tenure's, %d below their floor, %d past their lease's end bound, %d requests after a later tenure served, %d answers naming a lease not theirs",
 		r.IDs, r.Nodes, strings.Join(req, ", "), orNone(strings.Join(errs, ", ")), r.Tenures, r.Grants, r.Floors, r.Unattributed,
-		r.Duplicates, r.OutOfOrder, r.BelowEarlierServed, r.BelowEarlierTenure, r.BelowFloor, r.PastEnd, r.AfterLease)
+		r.Duplicates, r.OutOfOrder, r.BelowEarlierServed, r.BelowEarlierTenure, r.BelowFloor, r.PastEnd, r.AfterLease, r.Misnamed)
 }
 
 func orNone(s string) string {

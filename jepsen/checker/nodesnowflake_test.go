@@ -1,6 +1,10 @@
 package checker
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // nsf is a node-snowflake request to node over [inv, cmp] ms answered with
 // IDs of worker w at the given ticks (sequence numbers from seq0 up).
@@ -146,5 +150,90 @@ func TestNodeSnowflake_FloorsOfGrantsWithOneStamp(t *testing.T) {
 	r := CheckNodeSnowflake(ops, a)
 	if !r.Valid || r.Floors != 2 || r.TenureList[0].FloorTick != 150 || r.TenureList[1].FloorTick != 800 {
 		t.Fatalf("floors of one stamp: %+v", r)
+	}
+}
+
+// named is an answer that names its lease by the grant's audit sequence
+// number (lease_grant_seq, issue 47).
+func named(o Op, grantSeq uint64) Op {
+	o.GrantSeq = grantSeq
+	return o
+}
+
+// nsfSeq is nsfGrant with the record's audit sequence number.
+func nsfSeq(seq uint64, node string, w int64, tok uint64, seenMs float64, timeMs int64) AuditRecord {
+	g := nsfGrant(node, w, tok, seenMs, timeMs)
+	g.Seq = seq
+	return g
+}
+
+// TestNodeSnowflake_AuditReadLate_NamedAnswersAttributedExactly is issue
+// 47's INVALID 10-minute run in small: node n5 held worker 2 (token 77804)
+// until the kill of every node at 267.9 s; the worker id rested and went
+// back to n5 as token 81825 (floor tick 831243, the first lease's end
+// bound) at about 282.0 s, while the leader was being killed, so the
+// harness read that grant in the audit only at 285.5 s. n5's answers at
+// 282.2-282.36 s were made under the new lease. The timed rule (the grant
+// the audit showed by the completion plus 3 s) put them in the earlier
+// tenure and reported them past its end bound; the answers' own names put
+// them where they belong, and the RESP request among them (which names
+// nothing) goes with the named answers around it.
+func TestNodeSnowflake_AuditReadLate_NamedAnswersAttributedExactly(t *testing.T) {
+	const w = 2
+	ops := []Op{
+		nsf(1, "n5", "http", 265900, 265905, w, 0, 827254),
+		nsf(2, "n5", "http", 266400, 266405, w, 0, 827754),
+		nsf(3, "n5", "http", 282200, 282205, w, 0, 842500),
+		nsf(4, "n5", "resp", 282250, 282260, w, 0, 842550),
+		nsf(5, "n5", "http", 282350, 282360, w, 0, 842589),
+		nsf(6, "n5", "http", 283000, 283010, w, 0, 843245),
+	}
+	a := nsfAudit(290000, nsfSeq(4001, "n5", w, 77804, 250000, 5), nsfSeq(4500, "n5", w, 81825, 285500, 9))
+	a.Floors = []LeaseFloor{nsfFloor("n5", w, 9, 831243)}
+
+	// The history as recorded before issue 47 (no names): the timed rule
+	// finds what the issue's run reported.
+	old := CheckNodeSnowflake(ops, a)
+	if old.Valid || old.PastEnd == 0 || !strings.Contains(old.Examples[0].Detail, "lie at or past tick 831243, the floor of the later tenure 81825") {
+		t.Fatalf("the timed rule on the issue's shape: %+v", old)
+	}
+
+	for i, g := range []uint64{4001, 4001, 4500, 0, 4500, 4500} {
+		ops[i].GrantSeq = g
+	}
+	r := CheckNodeSnowflake(ops, a)
+	if !r.Valid || r.Unattributed != 0 || r.Tenures != 2 || r.TenureList[1].Requests != 4 || r.PastEnd != 0 {
+		t.Fatalf("named answers: %+v", r)
+	}
+
+	// Strictness kept: a request of the earlier tenure (it names it) that
+	// lies past the later tenure's floor is still past its end bound.
+	late := named(nsf(7, "n5", "http", 282300, 282301, w, 10, 842560), 4001)
+	if r := CheckNodeSnowflake(append(slices.Clone(ops), late), a); r.Valid || r.PastEnd != 1 {
+		t.Fatalf("an answer of the earlier tenure past the later floor: %+v", r)
+	}
+}
+
+// TestNodeSnowflake_NamedAttribution_Edges: an answer that names another
+// holder's grant is a violation; one naming a grant not read yet, and an
+// unnamed one whose neighbours disagree or are missing, are left out.
+func TestNodeSnowflake_NamedAttribution_Edges(t *testing.T) {
+	a := nsfAudit(30000, nsfSeq(10, "n1", 0, 100, 1, 5), nsfSeq(11, "n2", 1, 101, 1, 5), nsfSeq(20, "n1", 0, 200, 9000, 7))
+	ops := []Op{
+		named(nsf(1, "n1", "http", 0, 5, 0, 0, 100), 10),
+		named(nsf(2, "n1", "http", 10, 11, 0, 0, 101), 11), // n2's grant of worker 1
+	}
+	if r := CheckNodeSnowflake(ops, a); r.Valid || r.Misnamed != 1 || !strings.Contains(r.Examples[0].Detail, `held by "ticketd/n2"`) {
+		t.Fatalf("misnamed lease: %+v", r)
+	}
+	ops = []Op{
+		named(nsf(1, "n1", "http", 0, 5, 0, 0, 100), 10),
+		nsf(2, "n1", "resp", 6, 7, 0, 0, 101), // between tenures 100 and 200: left out
+		named(nsf(3, "n1", "http", 9500, 9501, 0, 0, 900), 20),
+		nsf(4, "n1", "resp", 9600, 9601, 0, 0, 901),            // nothing named after it
+		named(nsf(5, "n1", "http", 9700, 9701, 0, 0, 902), 99), // a grant the tail has not read
+	}
+	if r := CheckNodeSnowflake(ops, a); !r.Valid || r.Unattributed != 3 || r.Tenures != 2 {
+		t.Fatalf("edges: %+v", r)
 	}
 }
