@@ -67,6 +67,27 @@ def test_errors_typed_per_problem(cluster: Cluster, answer, cls) -> None:
         assert len(cluster.nodes[0].requests) == 1, "a final answer is not retried"
 
 
+def test_error_text_says_the_title_once(cluster: Cluster) -> None:
+    # A node's detail usually starts with its title ("sequence not found:
+    # \"nope\""): the message says it once, as the CLI does; a detail that
+    # does not say it keeps the title in front (issue 48, part 3).
+    answers = [
+        (problem(404, "sequence-not-found", detail='sequence not found: "nope"'), 'answered 404 sequence not found: "nope"'),
+        (problem(409, "sequence-exhausted", detail="no IDs left below max 10"), "answered 409 sequence exhausted: no IDs left below max 10"),
+        (problem(404, "sequence-not-found"), "answered 404 sequence not found"),
+    ]
+    with make(cluster) as c:
+        for answer, want in answers:
+            status, headers, body = answer
+            body = dict(body, title=answer[2]["type"].rsplit(":", 1)[1].replace("-", " "))
+            cluster.nodes[0].script.append((status, headers, body))
+            with pytest.raises(ticketd.TicketdError) as ei:
+                c.reserve("nope", 1)
+            msg = str(ei.value)
+            assert msg.endswith(want), msg
+            assert msg.count(body["title"]) == 1, msg
+
+
 def test_refused_before_sending(cluster: Cluster) -> None:
     with make(cluster) as c:
         for bad in (lambda: c.reserve("bad name", 1), lambda: c.reserve("x", 0),
@@ -188,8 +209,14 @@ def test_https_with_a_ca_file(cluster: Cluster, tmp_path, monkeypatch: pytest.Mo
     with ticketd.Client([node.url], call_timeout=2.0) as c:
         assert c.reserve("tls", 1) == (3, 3)
     # Without the CA the certificate is refused: a transport failure, so Unavailable.
+    # One attempt with the whole call's 3 s, time for a handshake on a loaded
+    # machine (with 0.5 s and quick retries, CI once met "The handshake
+    # operation timed out" instead of the refusal): the backoff outlasts the
+    # call (its jitter pinned to the top), so no later attempt starts with a
+    # sliver of time left.
     monkeypatch.delenv("TICKETD_CA")
-    with ticketd.Client([node.url], call_timeout=0.5, backoff=(0.01, 0.05)) as c:
+    monkeypatch.setattr(ticketd.client.random, "uniform", lambda lo, hi: hi)
+    with ticketd.Client([node.url], call_timeout=3.0, backoff=(5.0, 5.0)) as c:
         with pytest.raises(ticketd.Unavailable) as ei:
             c.reserve("tls", 1)
         assert isinstance(ei.value.last, ssl.SSLError)

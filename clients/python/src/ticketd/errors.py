@@ -136,7 +136,16 @@ def error_from_answer(status: int, problem: Mapping[str, Any], endpoint: str) ->
     name = _problem_name(problem)
     title = problem.get("title") or f"HTTP {status}"
     detail = problem.get("detail")
-    msg = f"ticketd: {endpoint} answered {status} {title}" + (f": {detail}" if detail else "")
+    # A node's detail usually starts with its title ("sequence not found:
+    # \"x\""): say it once, as the CLI does, and the title alone when the
+    # detail does not say it.
+    if not detail:
+        text = str(title)
+    elif str(title).lower() in str(detail).lower():
+        text = str(detail)
+    else:
+        text = f"{title}: {detail}"
+    msg = f"ticketd: {endpoint} answered {status} {text}"
     kw: Dict[str, Any] = {"status": status, "problem": problem, "endpoint": endpoint}
     if name in ("sequence-not-found", "member-not-found", "namespace-not-found"):
         return NotFound(msg, **kw)

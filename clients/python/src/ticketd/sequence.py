@@ -39,7 +39,7 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ._process import ForkAware, NotCopyable
-from .client import MAX_RESERVE_COUNT, Range, check_name
+from ._wire import MAX_RESERVE_COUNT, Range, check_name
 from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable, fresh
 
 if TYPE_CHECKING:

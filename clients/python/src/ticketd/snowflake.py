@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 from ._block import Block
 from ._process import ForkAware, NotCopyable
-from .client import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
+from ._wire import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
 from .errors import (
     ClockBehind,
     Closed,
