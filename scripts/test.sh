@@ -49,9 +49,6 @@ scripts/modules.sh
 # The planted bugs build only with -tags ticketd_faults, and production
 # binaries carry none of them.
 scripts/faults-build.sh
-# The committed OpenAPI client is what oapi-codegen makes of httpapi/openapi.json
-# (issue #15); the go test line below runs the description's tests.
-scripts/openapi-check.sh --no-tests
 # The status page's browser test (ui/browser_test.go) drives headless Chromium:
 # scripts/browser-deps.sh installs Debian's when it is missing and prints its
 # path; naming it in TICKETD_CHROMIUM makes the test fail rather than skip.

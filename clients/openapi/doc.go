@@ -1,12 +1,20 @@
-// Package openapi is a client of ticketd's HTTP API generated from the
-// API's OpenAPI description, httpapi/openapi.json, by oapi-codegen v2.8.2
-// (client.gen.go; configuration in oapi-codegen.yaml). It exists to prove
-// the description: a client made from it alone, with no hand-written code,
-// creates sequences, reserves ranges and reads problem documents against a
-// real cluster (client_test.go), and scripts/openapi-check.sh fails when
-// client.gen.go is not what the generator makes of the committed
-// description. Applications should use the SDK (package client), which adds
-// retries, endpoint failover and leader hints.
+// Package openapi proves ticketd's OpenAPI description, httpapi/openapi.json
+// (served at GET /openapi.json): its test generates a Go client from the
+// description with oapi-codegen and drives a real cluster with that client
+// alone, with no hand-written code between them. It creates sequences,
+// reserves ranges and reads problem documents. Applications should use the
+// SDK (package client), which adds retries, endpoint failover and leader
+// hints.
+//
+// No generated code is kept in the repository. The test copies
+// testdata/module (a Go module of its own) into a temporary directory,
+// generates the client there with "go tool oapi-codegen" (oapi-codegen
+// v2.8.2, pinned as a tool in that module's go.mod and verified by its
+// go.sum, so it never enters the server's go.mod), checks that the module
+// is then tidy and vet-clean, starts a 3-node cluster and runs
+// testdata/module/openapi/client_test.go against it. A change to the
+// description is thus tested against its client in the same run; there is
+// no committed copy to fall behind.
 //
 // The description is OpenAPI 3.1 and the generator reads it as it is, with
 // no 3.0 copy derived for it: oapi-codegen v2.8.2 (which loads documents
@@ -17,10 +25,4 @@
 // security requirements that name scopes. Bearer tokens are sent with a
 // RequestEditorFn (WithRequestEditorFn): oapi-codegen generates no
 // authentication for clients.
-//
-// The generator runs with "go run ...@v2.8.2", so that neither it nor its
-// dependencies enter go.mod; the generated code needs only
-// github.com/oapi-codegen/runtime.
 package openapi
-
-//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2 -config oapi-codegen.yaml ../../httpapi/openapi.json
