@@ -18,7 +18,7 @@ import (
 )
 
 // fakeServer is an in-process stand-in for a ticketd node: it speaks the
-// HTTP contract of the README (sequences, ranges, cluster, members, problem
+// HTTP contract of docs/http-api.md (sequences, ranges, cluster, members, problem
 // details, Retry-After on 503) from memory, and lets a test inject failures
 // and delays. It is not a cluster: it never forwards and never fails over.
 type fakeServer struct {
@@ -210,7 +210,7 @@ func (f *fakeServer) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, view(name, s))
 }
 
-// list answers a page as the README says: names strictly after "after",
+// list answers a page as docs/http-api.md says: names strictly after "after",
 // in byte order, at most "limit" (default api.DefaultSequencePage), and
 // "next" when more follow.
 func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {

@@ -29,8 +29,8 @@ import (
 // generator at 4,096 IDs a millisecond in either mode, and one core alone
 // reaches that cap: there the mode changes nothing but the order. With
 // 20 sequence bits a call costs about 68 ns on one core, most of it the
-// clock read, and the mode lets two cores issue at once; see the README's
-// Snowflake section for the figures.
+// clock read, and the mode lets two cores issue at once; this package's
+// README (client/README.md, its SnowflakeRemote section) has the figures.
 //
 // Pick it when IDs need only be unique, many goroutines on several cores
 // call Next all the time, and the layout has sequence values to spare.

@@ -48,7 +48,7 @@ func newRaftCollector(n *Node) *raftCollector {
 		storageLog:        prometheus.NewDesc("ticketd_storage_log_bytes", "Size of the Raft log file (raft.db).", nil, nil),
 		storageSnapshots:  prometheus.NewDesc("ticketd_storage_snapshot_bytes", "Total size of the Raft snapshots kept in the data directory.", nil, nil),
 
-		featureLevel:        prometheus.NewDesc("ticketd_feature_level", "The highest feature level this node's binary knows (see README, Upgrading).", nil, nil),
+		featureLevel:        prometheus.NewDesc("ticketd_feature_level", "The highest feature level this node's binary knows (see docs/upgrading.md).", nil, nil),
 		clusterFeatureLevel: prometheus.NewDesc("ticketd_cluster_feature_level", "The cluster's feature level as this node has applied it from the log: below ticketd_feature_level while a rolling upgrade is unfinished.", nil, nil),
 	}
 }

@@ -173,7 +173,7 @@ func Promote(o PromoteOptions) (PromoteReport, error) {
 	case self == nil:
 		return rep, refuse("node %q is not in the raft configuration this data holds (%s): it never was a member here", id, describeServers(conf))
 	case self.Suffrage == raft.Voter:
-		return rep, refuse("node %q is a voter of its cluster, not a standby: a cluster that lost a minority of voters recovers by itself; one that lost them all is restored from a backup (ticketd restore) or, as a last resort, recovered from a voter's data (see the README)", id)
+		return rep, refuse("node %q is a voter of its cluster, not a standby: a cluster that lost a minority of voters recovers by itself; one that lost them all is restored from a backup (ticketd restore) or, as a last resort, recovered from a voter's data (see docs/disaster-recovery.md, and docs/operations.md for backup and restore)", id)
 	}
 	rep.RaftAddr = string(self.Address)
 	if _, err := f.PromoteCheck(id, o.Advance); err != nil {

@@ -47,7 +47,7 @@ func bulk(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Service) restore(c echo.Context) error {
 	adv := c.QueryParam("advance")
 	if adv == "" {
-		return badRequest(`query parameter "advance" is required: how far to lift every high-water mark above the backup's (see README, backup and restore)`)
+		return badRequest(`query parameter "advance" is required: how far to lift every high-water mark above the backup's (see docs/operations.md, Backup and restore)`)
 	}
 	advance, err := strconv.ParseInt(adv, 10, 64)
 	if err != nil || advance < 1 {

@@ -17,7 +17,7 @@ package httpapi_test
 //     HTTP requests: the input, a probe reservation, /livez).
 //
 // Both check properties, not only the absence of panics; each check says
-// which promise of the README or of httpapi's doc it holds.
+// which promise of docs/http-api.md or of httpapi's doc it holds.
 
 import (
 	"bytes"
@@ -367,7 +367,7 @@ func modelBody(kind bodyKind, body []byte, optional bool) (map[string]jsonValue,
 	return out, valid
 }
 
-// validSequenceName is the README's naming rule, written out again.
+// validSequenceName is docs/http-api.md's naming rule, written out again.
 func validSequenceName(s string) bool {
 	if len(s) < 1 || len(s) > 64 {
 		return false
@@ -381,7 +381,7 @@ func validSequenceName(s string) bool {
 	return true
 }
 
-// creatableName is the README's rule for a new sequence or namespace: a
+// creatableName is docs/http-api.md's rule for a new sequence or namespace: a
 // valid name that is not a dot segment ("." or "..").
 func creatableName(s string) bool { return validSequenceName(s) && s != "." && s != ".." }
 
@@ -800,7 +800,7 @@ type expectation struct {
 }
 
 // expectFor is the model of each handler: which inputs reach the Store, and
-// how. It is written from the README and the handlers' doc, not from their
+// how. It is written from docs/http-api.md and the handlers' doc, not from their
 // code paths.
 func expectFor(r request) expectation {
 	kind := fuzzRoutes[r.route].body
@@ -1030,7 +1030,7 @@ func namespaceFrom(name string, body map[string]jsonValue) (domain.NamespaceSett
 //     stable type, a title and a detail; nothing answers 500 except an
 //     unknown Store error.
 //   - The Store is reached exactly when the model (expectFor, written from
-//     the README) says the request is valid, with exactly the values of the
+//     docs/http-api.md) says the request is valid, with exactly the values of the
 //     body and the percent-decoded path: a malformed body never does
 //     anything, a valid one is never refused.
 //   - What reaches the Store is valid (recStore.expect): names, counts,
@@ -1097,9 +1097,9 @@ func FuzzAPIRequest(f *testing.F) {
 		switch {
 		case want.maybe:
 		case want.call && st.call == "":
-			t.Fatalf("%s: valid by the README, refused with %d: %s", what, status, rec.Body.Bytes())
+			t.Fatalf("%s: valid by docs/http-api.md, refused with %d: %s", what, status, rec.Body.Bytes())
 		case !want.call && st.call != "":
-			t.Fatalf("%s: invalid by the README, yet reached the store: %s (answer %d %.200s)", what, st.call, status, rec.Body.Bytes())
+			t.Fatalf("%s: invalid by docs/http-api.md, yet reached the store: %s (answer %d %.200s)", what, st.call, status, rec.Body.Bytes())
 		case want.call && st.call != want.args:
 			t.Fatalf("%s: called %s, want %s", what, st.call, want.args)
 		}

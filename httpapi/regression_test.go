@@ -15,7 +15,7 @@ import (
 // (then in httpapi/service.go, now request.go) used to check dec.More() after dec.Decode, which let a stray
 // '}' or ']' after the JSON object through, because json.Decoder.More
 // reports false when the next byte is '}' or ']'. So `{"count":5}}` reserves
-// 5 IDs and `{"start":1}}` creates a sequence, where the README promises
+// 5 IDs and `{"start":1}}` creates a sequence, where docs/http-api.md promises
 // 400 for a malformed body and decodeBody's own comment promises "trailing
 // data ... are 400s".
 func TestDecode_TrailingCloseBraceOrBracket_Is400(t *testing.T) {

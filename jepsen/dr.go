@@ -577,12 +577,12 @@ func (d *dr) waitJoinedLeads(ctx context.Context) {
 	d.log("dr: %s did not lead the old region within 20 s", d.joined.ID)
 }
 
-// recreateMissing does what the README's procedure asks of an operator
-// after a promotion with --advance: a sequence the primary created after
-// the standby fell out does not exist on the promoted node, so it is
-// created again with a start above what the primary can have given of it
-// (one above the highest ID of it acknowledged or read). One used up to
-// its max cannot be, and is reported.
+// recreateMissing does what the procedure of docs/disaster-recovery.md asks
+// of an operator after a promotion with --advance: a sequence the primary
+// created after the standby fell out does not exist on the promoted node,
+// so it is created again with a start above what the primary can have
+// given of it (one above the highest ID of it acknowledged or read). One
+// used up to its max cannot be, and is reported.
 func (d *dr) recreateMissing(ctx context.Context) {
 	tops := map[string]int64{}
 	for _, o := range d.rec.snapshot() {

@@ -18,8 +18,10 @@
 #      comments) and in the dashboard is one the Go source defines, every
 #      label they select or group by is one the Go source (or Prometheus's
 #      target labels) gives, and every route="..." is an Echo route of
-#      httpapi, and every runbook annotation names a README.md section that
-#      exists: renaming a metric, a label, a route or a section fails here.
+#      httpapi, and every runbook annotation names a Markdown file of the
+#      repository and a heading of it (README.md#guarantees,
+#      docs/operations.md#tls) that exist: renaming a metric, a label, a
+#      route, a file or a section fails here.
 #   4. The Grafana dashboard is well-formed JSON, every panel and query uses
 #      the ${datasource} variable, and panel ids are unique.
 #
@@ -207,14 +209,54 @@ for lab in set(re.findall(r'\$labels\.(\w+)', text)):
         errors.append(f"{rules_path}: annotation uses $labels.{lab}, not a label the Go source exports")
 if len(set(alerts)) != len(alerts):
     errors.append("an alert name is used twice")
-# Every runbook names a section of README.md that exists (GitHub's anchors:
-# lower case, punctuation dropped, spaces to hyphens).
-anchors = set()
-for h in re.findall(r'^#+\s+(.+?)\s*$', open("README.md").read(), re.M):
-    anchors.add(re.sub(r'[^a-z0-9 _-]', '', h.lower()).replace(" ", "-"))
-for a in re.findall(r'README\.md#([A-Za-z0-9_-]+)', text):
-    if a not in anchors:
-        errors.append(f"{rules_path}: README.md has no section #{a}")
+# Every runbook names a Markdown file of the repository (a path from its
+# root: README.md, docs/operations.md, ...) and a heading of that file, by
+# GitHub's anchor: lower case, every character but letters, digits, '_', '-'
+# and spaces dropped, spaces to hyphens, a repeated heading's anchor -1, -2.
+# Headings inside fenced code blocks are none.
+def heading_anchors(path):
+    anchors, seen, fence = set(), {}, None
+    for line in open(path, encoding="utf-8").read().splitlines():
+        f = re.match(r' {0,3}(`{3,}|~{3,})', line)
+        if f:
+            if fence is None:
+                fence = f.group(1)
+            elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        m = re.match(r' {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$', line)
+        if not m:
+            continue
+        h = re.sub(r'\[([^\]]*)\]\([^)]*\)', r'\1', m.group(1))  # a link's text
+        a = "".join(c for c in h.strip().lower() if c.isalnum() or c in " _-").replace(" ", "-")
+        n = seen.get(a, 0)
+        seen[a] = n + 1
+        anchors.add(a if n == 0 else f"{a}-{n}")
+    return anchors
+anchors_of = {}
+runbooks = re.findall(r'^\s*runbook:\s*(.*?)\s*$', text, re.M)
+if not runbooks:
+    errors.append(f"{rules_path}: no runbook annotation found")
+for rb in runbooks:
+    rb = rb.strip('"\'')
+    m = re.fullmatch(r'(\S+\.md)#([\w-]+)', rb)
+    if not m:
+        errors.append(f"{rules_path}: runbook {rb!r} is not <file>.md#<anchor>")
+        continue
+    md, a = m.groups()
+    if md.startswith("/") or ".." in md.split("/"):
+        errors.append(f"{rules_path}: runbook {rb!r}: {md} is not a path inside the repository")
+        continue
+    if md not in anchors_of:
+        try:
+            anchors_of[md] = heading_anchors(md)
+        except OSError as e:
+            anchors_of[md] = None
+            errors.append(f"{rules_path}: runbook {rb!r}: cannot read {md} ({e.strerror})")
+    if anchors_of[md] is not None and a not in anchors_of[md]:
+        errors.append(f"{rules_path}: runbook {rb!r}: {md} has no heading with anchor #{a}")
 
 # -- coverage by the tests
 fires, silent, tested_exprs = set(), set(), set()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Disaster-recovery rehearsal (issue #34): the whole procedure of README's
-# "Disaster recovery" section on loopback, in a temporary directory, in
+# Disaster-recovery rehearsal (issue #34): the whole procedure of
+# docs/disaster-recovery.md on loopback, in a temporary directory, in
 # about 30 s. It builds ticketd, starts a 3-node primary and a standby,
 # creates a sequence and reserves from it, loses the primary (SIGKILL of
 # every node at once), promotes the stopped standby with `ticketd promote`,

@@ -11,8 +11,8 @@
 #      TICKETD.SNOWFLAKE (server-made Snowflake IDs) from every node.
 #   2. scripts/resp_clients.py with Python's redis module (Debian's
 #      python3-redis, redis-py 4.3.4 on bookworm): the same through a
-#      library's error mapping and pipelines, TICKETD.SNOWFLAKE as the
-#      README shows it (execute_command), then 6 threads reserving
+#      library's error mapping and pipelines, TICKETD.SNOWFLAKE as
+#      docs/snowflake.md shows it (execute_command), then 6 threads reserving
 #      through all three nodes while the leader is SIGKILLed; every range
 #      issued must be disjoint from every other.
 #

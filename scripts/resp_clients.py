@@ -501,7 +501,7 @@ def failover(ports, leader_port, admin, reserve, leader_pid, pid_files):
 
 
 def check_snowflake(ports, reserve):
-    """TICKETD.SNOWFLAKE (issue #32), as the README shows it: every node
+    """TICKETD.SNOWFLAKE (issue #32), as docs/snowflake.md shows it: every node
     answers from its own worker-id lease, IDs strictly increasing per node
     and never repeated across nodes; an unknown namespace is NOTFOUND."""
     seen = set()

@@ -351,7 +351,7 @@ func TestClose_EarlyShowsOutage(t *testing.T) {
 }
 
 // TestStartupTime reports how long New takes, as startup of a test that
-// uses it costs; the README quotes it. It fails only beyond a bound far
+// uses it costs; docs/clients.md quotes it. It fails only beyond a bound far
 // above what it takes on a loaded CI machine.
 func TestStartupTime(t *testing.T) {
 	var times []time.Duration
