@@ -58,7 +58,7 @@ func good() Run {
 			ev("6", "snextn s1 3", "ok 10 20 30", 0, 2),
 			ev("6", "snext s1", "ok 5", 5, 2), // snowflake: unique, not ordered across answers
 			ev("1", "next h1", "err unavailable no leader", 100, 4000),
-			ev("1", "next h1", "ok 1003", 10_000, 1),
+			ev("1", "next h1", "ok 1003", 10_000, 1), // below the reservation answered before: h1 serves from its cache, which is allowed
 			ev("4", "next h2", "ok 2002", 10_000, 1),
 			ev("6", "snext s1", "ok 40", 10_000, 1),
 		},
@@ -83,9 +83,17 @@ func TestCheck_EachViolation_Caught(t *testing.T) {
 		breakIt     func(r *Run)
 	}{
 		{"duplicate across handles", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("4", "next h2", "ok 2", 0, 1)) }},
-		{"reserve overlaps a handle's range", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("5", "reserve conf 3", "ok 1000-1002", 20, 1)) }},
+		{"reserve overlaps a handle's range", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("7", "reserve conf 3", "ok 1000-1002", 0, 20)) }},
 		{"snowflake ID twice", "ID twice", func(r *Run) { r.Events = append(r.Events, ev("7", "snext s1", "ok 20", 20, 1)) }},
 		{"order within a handle", "order", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "ok 7", 20_000, 1)) }},
+		// Issue 48: a reservation sent after an answer of its sequence was
+		// received (any lane, any handle) lies above every ID of it.
+		{"reservation below a handle's answer received before it", "order", func(r *Run) {
+			r.Events = append(r.Events, ev("5", "reserve conf 2", "ok 1500-1501", 20_000, 1))
+		}},
+		{"reservations answered in descending ranges", "order", func(r *Run) {
+			r.Events = append(r.Events, ev("5", "reserve conf 10", "ok 4011-4020", 20_000, 1), ev("5", "reserve conf 10", "ok 4001-4010", 20_010, 1))
+		}},
 		{"order within an answer", "order", func(r *Run) { r.Events = append(r.Events, ev("6", "snextn s1 2", "ok 90 80", 20, 1)) }},
 		{"bound", "bound", func(r *Run) { r.Events = append(r.Events, ev("2", "next h1", "err unavailable slow", 200, 6001)) }},
 		{"untyped", "untyped error", func(r *Run) {

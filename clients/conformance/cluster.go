@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,6 +58,9 @@ type cluster struct {
 	adminTok, resTok string
 	nodes            []*node
 	hc               *http.Client
+	// links are the proxies in front of the Raft ports (raftlinks.go),
+	// for the partition fault.
+	links *raftLinks
 }
 
 func token() string {
@@ -77,19 +81,41 @@ func newCluster(bin, dir string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	var peers []string
+	// Each node is dialled by its peers at a proxy in front of its Raft
+	// port (--raft-advertise), so that the partition fault can cut it off.
+	c.links = &raftLinks{dialer: func(conn net.Conn) string { return dialerOf(conn, c.pids()) }}
+	var peers, advertised []string
 	for i := range 3 {
-		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, addrs[2*i+1]))
+		id := fmt.Sprintf("n%d", i+1)
+		adv, err := c.links.add(id, addrs[2*i+1])
+		if err != nil {
+			c.links.close()
+			return nil, err
+		}
+		advertised = append(advertised, adv)
+		peers = append(peers, fmt.Sprintf("%s=%s", id, adv))
 	}
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
 		n := &node{id: id, httpAddr: addrs[2*i], dir: dir}
 		n.args = append([]string{"serve", "--id", id, "--data-dir", filepath.Join(dir, "data", id),
-			"--http-addr", addrs[2*i], "--raft-addr", addrs[2*i+1], "--initial-cluster", strings.Join(peers, ","),
+			"--http-addr", addrs[2*i], "--raft-addr", addrs[2*i+1], "--raft-advertise", advertised[i],
+			"--initial-cluster", strings.Join(peers, ","),
 			"--tokens-file", tokens, "--insecure-plaintext-raft"}, timings...)
 		c.nodes = append(c.nodes, n)
 	}
 	return c, nil
+}
+
+// pids are the process ids of the running nodes, by node id.
+func (c *cluster) pids() map[string]int {
+	out := map[string]int{}
+	for _, n := range c.nodes {
+		if p := n.cur(); p != nil && p.Alive() {
+			out[n.id] = p.Pid()
+		}
+	}
+	return out
 }
 
 func (c *cluster) urls() []string {
@@ -188,6 +214,29 @@ func (c *cluster) leader(timeout time.Duration) (*node, error) {
 	}
 }
 
+// leaderOtherThan is the running node other than old that says it leads,
+// with a term above any old still claims.
+func (c *cluster) leaderOtherThan(old *node, timeout time.Duration) (*node, error) {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		var st api.ClusterStatus
+		var oldTerm uint64
+		if code, err := c.get(old, "/v1/cluster", &st); err == nil && code == http.StatusOK && st.State == "Leader" {
+			oldTerm = st.Term
+		}
+		for _, n := range c.nodes {
+			if n == old || !n.running() {
+				continue
+			}
+			if code, err := c.get(n, "/v1/cluster", &st); err == nil && code == http.StatusOK && st.State == "Leader" && st.Node == n.id && st.Term > oldTerm {
+				return n, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no leader but %s within %v", old.id, timeout)
+		}
+	}
+}
+
 func (c *cluster) signal(n *node, sig syscall.Signal) error {
 	p := n.cur()
 	if p == nil {
@@ -217,6 +266,7 @@ func (c *cluster) killAll() {
 			_ = n.cur().Wait(10 * time.Second)
 		}
 	}
+	c.links.close()
 }
 
 // tails is the end of every run's log of every node.

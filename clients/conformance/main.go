@@ -1,7 +1,7 @@
 // Command conformance is the conformance harness of ticketd's client
 // libraries (issue 33): it starts a real 3-node cluster of ticketd
 // processes with authentication on, runs one language's driver (see
-// PROTOCOL.md) under several concurrent lanes while it kills, pauses and
+// PROTOCOL.md) under several concurrent lanes while it kills, pauses, partitions and
 // restarts nodes, then checks the recorded history (check.go) and prints a
 // report. Exit 0: VALID; 1: a violation; 2: the run could not be made
 // (a cluster or driver that did not start). With --expect-fail, 0 and 1
@@ -138,6 +138,11 @@ func (h *harness) full() bool {
 // forkPause is lane 10's pause between forks: a fork copies the driver's
 // process and its child reserves its own range, far more than a next.
 const forkPause = 100 * time.Millisecond
+
+// partitionFor is how long the partition fault keeps the old leader cut
+// off: ten election timeouts, so that the majority's new leader serves a
+// while before the old one is back.
+const partitionFor = 3 * time.Second
 
 // lanes are the load: each gives the i-th command of its lane. With fork,
 // lane 10 forks the driver, whose child takes IDs from its copy of h1 or s1.
@@ -303,7 +308,32 @@ func (h *harness) nemesis() error {
 	}
 	h.sleep(pause)
 
-	// 3. Restart every node in turn (SIGTERM, start).
+	// 3. Cut the leader off from its peers, both ways (Raft and probes),
+	// for partitionFor, while clients still reach its HTTP API: until its
+	// leader lease runs out it does not know it was deposed, and the
+	// library meets a node that accepts calls it cannot serve while the
+	// other two elect a new leader.
+	if l, err = c.leader(10 * time.Second); err != nil {
+		return err
+	}
+	c.links.isolate(l.id)
+	h.note("partition: %s (leader) cut off from its peers, reachable by clients", l.id)
+	cutAt := time.Now()
+	nl, err := c.leaderOtherThan(l, 10*time.Second)
+	if err != nil {
+		c.links.heal()
+		return fmt.Errorf("partition: %w", err)
+	}
+	h.note("partition: %s leads the majority", nl.id)
+	h.sleep(partitionFor - time.Since(cutAt))
+	refused := c.links.heal()
+	h.note("partition healed (%d connections refused for want of a known dialer)", refused)
+	if err := ready(); err != nil {
+		return err
+	}
+	h.sleep(pause)
+
+	// 4. Restart every node in turn (SIGTERM, start).
 	for _, n := range c.nodes {
 		if err := c.stop(n, syscall.SIGTERM); err != nil {
 			return err
@@ -318,7 +348,7 @@ func (h *harness) nemesis() error {
 	}
 	h.sleep(pause)
 
-	// 4. SIGKILL a follower, restart it.
+	// 5. SIGKILL a follower, restart it.
 	if l, err = c.leader(10 * time.Second); err != nil {
 		return err
 	}
@@ -342,7 +372,7 @@ func (h *harness) nemesis() error {
 	}
 	h.sleep(pause)
 
-	// 5. No quorum for longer than a call: SIGKILL the leader and a
+	// 6. No quorum for longer than a call: SIGKILL the leader and a
 	// follower, so that calls and background refills fail with
 	// unavailable, and the library must take up again by itself.
 	if l, err = c.leader(10 * time.Second); err != nil {

@@ -101,6 +101,9 @@ func Start(s Spec) (*Process, error) {
 	return p, nil
 }
 
+// Pid is the process's id (of the Prefix command when the Spec has one).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Signal sends sig to the process; it fails once the process has exited.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 

@@ -74,9 +74,10 @@ func envMs(name string, def time.Duration) (time.Duration, error) {
 type driver struct {
 	baseline int
 	c        *client.Client
-	// plant are the options of the planted bug (plant_faults.go) for the
-	// handles opened unordered; none in a build without ticketd_faults.
-	plant []client.SequenceOption
+	// plant is the planted bug (plant_faults.go); none in a build without
+	// ticketd_faults.
+	plant      plants
+	descending descendingReserver
 
 	outMu sync.Mutex // one answer is one whole line
 	out   *bufio.Writer
@@ -98,7 +99,7 @@ func newDriver(baseline int, out io.Writer) (*driver, error) {
 		return nil, err
 	}
 	// Refusing an unknown plant keeps a misspelt run from passing silently.
-	plant, err := unorderedPlantOptions(os.Getenv("TICKETD_CONFORMANCE_PLANT"))
+	plant, err := plantsFor(os.Getenv("TICKETD_CONFORMANCE_PLANT"))
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (d *driver) do(op string, args []string) (string, error) {
 		var opts []client.SequenceOption
 		switch {
 		case len(args) == 3 && args[2] == "unordered":
-			opts = append([]client.SequenceOption{client.Unordered()}, d.plant...)
+			opts = append([]client.SequenceOption{client.Unordered()}, d.plant.unordered...)
 		case len(args) == 3:
 			return "", fmt.Errorf("%w: open mode %q (the Go SDK has unordered)", errUnsupported, args[2])
 		default:
@@ -251,7 +252,13 @@ func (d *driver) do(op string, args []string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: count %q", errBadCommand, args[1])
 		}
-		r, err := d.c.Reserve(ctx, args[0], n)
+		reserve := d.c.Reserve
+		if d.plant.reserveDescending {
+			reserve = func(ctx context.Context, seq string, n int64) (client.Range, error) {
+				return d.descending.reserve(ctx, d.c, seq, n)
+			}
+		}
+		r, err := reserve(ctx, args[0], n)
 		if err != nil {
 			return "", err
 		}

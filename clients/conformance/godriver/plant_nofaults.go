@@ -2,18 +2,14 @@
 
 package main
 
-import (
-	"fmt"
-
-	"github.com/ticketd/ticketd/client"
-)
+import "fmt"
 
 // The counterpart of plant_faults.go in every other build: no bug can be
 // planted, and naming one is refused, so that a run asking for a plant the
 // binary cannot switch on ends with no verdict instead of passing.
-func unorderedPlantOptions(plant string) ([]client.SequenceOption, error) {
+func plantsFor(plant string) (plants, error) {
 	if plant == "" {
-		return nil, nil
+		return plants{}, nil
 	}
-	return nil, fmt.Errorf("plant %q: this driver was built without -tags ticketd_faults, which plants need", plant)
+	return plants{}, fmt.Errorf("plant %q: this driver was built without -tags ticketd_faults, which plants need", plant)
 }
