@@ -294,22 +294,38 @@ func CheckOrder(r Run) []Failure {
 	sort.Strings(handles)
 	for _, h := range handles {
 		evs := byHandle[h]
-		bySent := slices.Clone(evs)
-		sort.Slice(bySent, func(i, j int) bool { return r.Events[bySent[i]].Sent.Before(r.Events[bySent[j]].Sent) })
-		byRecv := slices.Clone(evs)
-		sort.Slice(byRecv, func(i, j int) bool { return r.Events[byRecv[i]].Recv.Before(r.Events[byRecv[j]].Recv) })
-		top, j := -1, 0 // top: the answer with the highest ID received before the current command was sent
-		for _, b := range bySent {
-			eb := r.Events[b]
-			for ; j < len(byRecv) && r.Events[byRecv[j]].Recv.Before(eb.Sent); j++ {
-				if top < 0 || last(r.Events[byRecv[j]]) > last(r.Events[top]) {
-					top = byRecv[j]
-				}
+		for _, p := range notAbove(r, evs, evs) {
+			out = append(out, Failure{Check: "order", Detail: fmt.Sprintf("handle %s: %s was sent after %s was answered, but is not above it",
+				h, show(r.Events[p.later]), show(r.Events[p.earlier])), At: r.Events[p.later].Recv})
+		}
+	}
+	return out
+}
+
+// outOfOrder is a command (later) sent after an answer (earlier) was
+// received, whose IDs are not all above that answer's.
+type outOfOrder struct{ later, earlier int }
+
+// notAbove sweeps the commands (event indices) in the order they were
+// sent, against the answers in the order they were received, and returns
+// each command whose first ID is not above the highest ID of the answers
+// received before it was sent, paired with the answer holding that ID.
+func notAbove(r Run, commands, answers []int) []outOfOrder {
+	bySent := slices.Clone(commands)
+	sort.Slice(bySent, func(i, j int) bool { return r.Events[bySent[i]].Sent.Before(r.Events[bySent[j]].Sent) })
+	byRecv := slices.Clone(answers)
+	sort.Slice(byRecv, func(i, j int) bool { return r.Events[byRecv[i]].Recv.Before(r.Events[byRecv[j]].Recv) })
+	var out []outOfOrder
+	top, j := -1, 0 // top: the answer with the highest ID received before the current command was sent
+	for _, b := range bySent {
+		eb := r.Events[b]
+		for ; j < len(byRecv) && r.Events[byRecv[j]].Recv.Before(eb.Sent); j++ {
+			if top < 0 || last(r.Events[byRecv[j]]) > last(r.Events[top]) {
+				top = byRecv[j]
 			}
-			if top >= 0 && eb.IDs[0].First <= last(r.Events[top]) {
-				out = append(out, Failure{Check: "order", Detail: fmt.Sprintf("handle %s: %s was sent after %s was answered, but is not above it",
-					h, show(eb), show(r.Events[top])), At: eb.Recv})
-			}
+		}
+		if top >= 0 && eb.IDs[0].First <= last(r.Events[top]) {
+			out = append(out, outOfOrder{later: b, earlier: top})
 		}
 	}
 	return out
@@ -336,27 +352,15 @@ func checkReservationOrder(r Run) []Failure {
 	sort.Strings(seqs)
 	var out []Failure
 	for _, s := range seqs {
-		byRecv := slices.Clone(bySeq[s])
-		sort.Slice(byRecv, func(i, j int) bool { return r.Events[byRecv[i]].Recv.Before(r.Events[byRecv[j]].Recv) })
 		var reserves []int
 		for _, i := range bySeq[s] {
 			if r.Events[i].Op == "reserve" {
 				reserves = append(reserves, i)
 			}
 		}
-		sort.Slice(reserves, func(i, j int) bool { return r.Events[reserves[i]].Sent.Before(r.Events[reserves[j]].Sent) })
-		top, j := -1, 0 // top: the answer with the highest ID received before the current reservation was sent
-		for _, b := range reserves {
-			eb := r.Events[b]
-			for ; j < len(byRecv) && r.Events[byRecv[j]].Recv.Before(eb.Sent); j++ {
-				if top < 0 || last(r.Events[byRecv[j]]) > last(r.Events[top]) {
-					top = byRecv[j]
-				}
-			}
-			if top >= 0 && eb.IDs[0].First <= last(r.Events[top]) {
-				out = append(out, Failure{Check: "order", Detail: fmt.Sprintf("%s: the reservation %s was sent after %s was answered, but is not above it",
-					s, show(eb), show(r.Events[top])), At: eb.Recv})
-			}
+		for _, p := range notAbove(r, reserves, bySeq[s]) {
+			out = append(out, Failure{Check: "order", Detail: fmt.Sprintf("%s: the reservation %s was sent after %s was answered, but is not above it",
+				s, show(r.Events[p.later]), show(r.Events[p.earlier])), At: r.Events[p.later].Recv})
 		}
 	}
 	return out
