@@ -39,7 +39,8 @@ type RemoteOption func(*remoteConfig) error
 
 type remoteConfig struct {
 	batch    int
-	lowWater int // -1: half the batch
+	lowWater int           // -1: half the batch
+	maxAge   time.Duration // 0: no limit
 }
 
 // WithRemoteBatch sets how many IDs one request asks a node for: 1 <= n <=
@@ -52,6 +53,29 @@ func WithRemoteBatch(n int) RemoteOption {
 			return invalidf("WithRemoteBatch: want 1 <= n <= %d, got %d", api.MaxSnowflakeIDs, n)
 		}
 		c.batch = n
+		return nil
+	}
+}
+
+// DefaultRemoteMaxAge is how long buffered Snowflake IDs are handed out
+// after they were fetched, unless WithRemoteMaxAge says otherwise; it is
+// Hazelcast's FlakeIdGenerator's prefetch validity.
+const DefaultRemoteMaxAge = 10 * time.Minute
+
+// WithRemoteMaxAge sets how long buffered IDs may be handed out after the
+// fetch that brought them started (default DefaultRemoteMaxAge; 0: no
+// limit). A Snowflake ID's timestamp is when a node made it: a batch kept
+// for an hour by a quiet process would hand out IDs an hour old, which
+// sort before IDs other processes made meanwhile. Older batches, the one
+// being handed out and one fetched ahead, are dropped (Stats().Expired)
+// and the next call fetches fresh IDs. The age is measured on the
+// monotonic clock, which does not count time the machine was suspended.
+func WithRemoteMaxAge(d time.Duration) RemoteOption {
+	return func(c *remoteConfig) error {
+		if d < 0 {
+			return invalidf("WithRemoteMaxAge: the maximum age must be 0 (no limit) or more, got %v", d)
+		}
+		c.maxAge = d
 		return nil
 	}
 }
@@ -140,14 +164,19 @@ type SnowflakeRemote struct {
 	skipUntil []time.Time     // per endpoint: not asked before (Retry-After)
 	highest   map[int64]int64 // per worker id: the highest ID received
 
-	fetches, failures, refused, waits, waitsWhileCached int64
-	byEndpoint                                          map[string]int64
+	fetches, failures, refused, waits, waitsWhileCached, expired int64
+	byEndpoint                                                   map[string]int64
 }
 
 // idBatch is one answer's IDs: the block's indices 0..n-1 map to ids.
 type idBatch struct {
 	block
 	ids []int64
+	// fetchedAt is when the fetch that brought it started (the IDs were
+	// made later): its age counts from here, on the monotonic clock.
+	fetchedAt time.Time
+	// expiry ends the batch at the maximum age while it is current.
+	expiry *time.Timer
 }
 
 // remoteFetch is one background fetch; done is closed when it ends.
@@ -169,7 +198,7 @@ func (c *Client) SnowflakeRemote(namespace string, opts ...RemoteOption) (*Snowf
 	if err := api.ValidateSequenceName(namespace); err != nil {
 		return nil, fmt.Errorf("%w: namespace: %v", ErrInvalidArgument, err)
 	}
-	cfg := remoteConfig{batch: DefaultRemoteBatch, lowWater: -1}
+	cfg := remoteConfig{batch: DefaultRemoteBatch, lowWater: -1, maxAge: DefaultRemoteMaxAge}
 	for i, o := range opts {
 		if o == nil {
 			return nil, invalidf("remote option %d is nil", i)
@@ -338,19 +367,52 @@ func (r *SnowflakeRemote) takeLocked(want int64) ([]int64, bool) {
 		}
 		nb := r.nxt
 		r.nxt = nil
+		if r.tooOld(nb) {
+			r.expired++
+			continue
+		}
 		r.installLocked(nb)
 	}
 }
 
+// tooOld reports whether b is past the maximum age.
+func (r *SnowflakeRemote) tooOld(b *idBatch) bool {
+	return r.cfg.maxAge > 0 && time.Since(b.fetchedAt) >= r.cfg.maxAge
+}
+
 // installLocked makes nb the current batch, with its low-water mark: its
 // taker of index n-lowWater starts the next fetch (at once if nb holds
-// fewer).
+// fewer). A timer ends it at the maximum age: checking the age on every
+// Next would cost a clock reading on a path that is otherwise one add.
 func (r *SnowflakeRemote) installLocked(nb *idBatch) {
 	nb.trigger = -1
 	if r.cfg.lowWater > 0 {
 		nb.trigger = max(nb.n-int64(r.cfg.lowWater), 0)
 	}
+	if old := r.cur.Load(); old.expiry != nil {
+		old.expiry.Stop()
+	}
+	if r.cfg.maxAge > 0 {
+		nb.expiry = time.AfterFunc(r.cfg.maxAge-time.Since(nb.fetchedAt), func() { r.expire(nb) })
+	}
 	r.cur.Store(nb)
+}
+
+// expire ends b, if it is still the current batch, at its maximum age:
+// its counter jumps to n, so every later take finds it used up and moves
+// on to a fresher batch. A take whose add came before still gets its ID,
+// a moment under the age; none gets an ID twice, since the counter only
+// moves up to n, or stays at or above it.
+func (r *SnowflakeRemote) expire(b *idBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur.Load() != b || r.closed {
+		return
+	}
+	if b.used.Load() < b.n {
+		b.used.Store(b.n)
+		r.expired++
+	}
 }
 
 func (r *SnowflakeRemote) prefetch() {
@@ -400,6 +462,9 @@ func (r *SnowflakeRemote) discard() {
 	r.mu.Lock()
 	r.closed = true
 	r.nxt = nil
+	if old := r.cur.Load(); old.expiry != nil {
+		old.expiry.Stop()
+	}
 	r.cur.Store(&idBatch{block: block{trigger: -1}})
 	r.mu.Unlock()
 }
@@ -425,6 +490,9 @@ type SnowflakeRemoteStats struct {
 	Failures int64
 	// Refused counts answers refused as invalid (see SnowflakeRemote).
 	Refused int64
+	// Expired counts the batches dropped, unused or partly used, because
+	// they were older than the maximum age (WithRemoteMaxAge).
+	Expired int64
 	// Waits counts the Next and NextN calls that waited on the network
 	// because the buffer was empty.
 	Waits int64
@@ -448,7 +516,7 @@ func (r *SnowflakeRemote) Stats() SnowflakeRemoteStats {
 	}
 	return SnowflakeRemoteStats{
 		Cached: r.cachedLocked(), Fetching: r.inflight != nil,
-		Fetches: r.fetches, Failures: r.failures, Refused: r.refused,
+		Fetches: r.fetches, Failures: r.failures, Refused: r.refused, Expired: r.expired,
 		Waits: r.waits, WaitsWhileCached: r.waitsWhileCached,
 		Batch: r.cfg.batch, IDsByEndpoint: by,
 	}

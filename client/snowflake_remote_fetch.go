@@ -27,7 +27,11 @@ func (r *SnowflakeRemote) runFetch(f *remoteFetch, count int64) {
 		r.mu.Unlock()
 		r.c.log.Debug("ticketd: a node could not serve Snowflake IDs; trying another", "namespace", r.ns, "err", err)
 	}
+	started := time.Now()
 	b, err := r.fetch(count, onFailure)
+	if b != nil {
+		b.fetchedAt = started
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {

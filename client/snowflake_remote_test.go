@@ -557,3 +557,49 @@ func TestSnowflakeRemote_NextN_MoreThanBuffered_FetchesTheRestInOneRequest(t *te
 		t.Fatalf("request counts %v, want [10 991]", counts)
 	}
 }
+
+// TestSnowflakeRemote_MaxAge_OldBatchesAreNotHandedOut: IDs buffered longer
+// than the maximum age carry old timestamps, against what a time-sortable
+// ID promises (issue 46): the current batch, and one fetched ahead, are
+// dropped once that old, and the next call fetches fresh IDs.
+func TestSnowflakeRemote_MaxAge_OldBatchesAreNotHandedOut(t *testing.T) {
+	noLeak(t)
+	nodes, urls := idsNodes(t, 1)
+	c := remoteClient(t, urls)
+	const maxAge = 150 * time.Millisecond
+	r := newRemote(t, c, client.WithRemoteBatch(10), client.WithRemoteLowWater(2), client.WithRemoteMaxAge(maxAge))
+
+	first := mustRemoteNext(t, r)
+	time.Sleep(3 * maxAge)
+	if st := r.Stats(); st.Cached != 0 || st.Expired != 1 {
+		t.Fatalf("a batch older than the maximum age is still buffered: %+v", st)
+	}
+	second := mustRemoteNext(t, r)
+	if second <= first+9<<10 {
+		t.Fatalf("%d after %d: the old batch's IDs were handed out", second, first)
+	}
+	if st := r.Stats(); st.Fetches != 2 || nodes[0].requestCount() != 2 {
+		t.Fatalf("want a second fetch after the batch expired: %+v", st)
+	}
+
+	// A batch fetched ahead and kept past the maximum age is dropped when
+	// it would be installed.
+	for range 8 { // down to the low-water mark: the fetch ahead starts
+		mustRemoteNext(t, r)
+	}
+	if err := waitFor(5*time.Second, func() bool { return r.Stats().Cached == 11 }); err != nil {
+		t.Fatalf("the prefetch did not land: %+v", r.Stats())
+	}
+	time.Sleep(3 * maxAge)
+	third := mustRemoteNext(t, r)
+	if st := r.Stats(); st.Fetches != 4 || st.Expired != 3 {
+		t.Fatalf("after the current and the fetched-ahead batch expired: %+v (ID %d)", st, third)
+	}
+}
+
+func TestSnowflakeRemote_MaxAge_Validated(t *testing.T) {
+	c := remoteClient(t, []string{"http://127.0.0.1:1"})
+	if _, err := c.SnowflakeRemote("orders", client.WithRemoteMaxAge(-time.Second)); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("a negative maximum age: %v", err)
+	}
+}
