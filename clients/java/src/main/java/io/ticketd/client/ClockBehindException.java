@@ -17,4 +17,9 @@ public class ClockBehindException extends UnavailableException {
 
     /** How far the node's clock was behind ({@code clock_behind_ms}), 0 if it did not say. */
     public long behindMillis() { return behindMillis; }
+
+    @Override
+    ClockBehindException forCaller() {
+        return new ClockBehindException(getMessage(), status(), problemType(), detail(), endpoint(), this, behindMillis);
+    }
 }

@@ -1,18 +1,25 @@
 package io.ticketd.client;
 
-/** A call on a client (or one of its handles) after close(). */
-public class ClosedException extends TicketdException {
+/**
+ * A call on a client (or one of its handles) after close(). An {@link IllegalStateException}, as
+ * Java's idiom has it for a call on a closed object; not sent, so there is no answer behind it.
+ */
+public class ClosedException extends IllegalStateException implements TicketdFailure {
     private static final long serialVersionUID = 1L;
 
-    public ClosedException(String message, int status, String problemType, String detail, String endpoint, Throwable cause) {
-        super(message, status, problemType, detail, endpoint, cause);
+    public ClosedException(String message) {
+        super(message);
     }
 
-    ClosedException(String message) {
-        this(message, 0, "", "", "", null);
+    public ClosedException(String message, Throwable cause) {
+        super(message, cause);
     }
 
-    ClosedException(String message, Throwable cause) {
-        this(message, 0, "", "", "", cause);
-    }
+    @Override public int status() { return 0; }
+
+    @Override public String problemType() { return ""; }
+
+    @Override public String detail() { return ""; }
+
+    @Override public String endpoint() { return ""; }
 }

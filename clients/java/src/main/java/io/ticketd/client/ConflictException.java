@@ -15,4 +15,9 @@ public class ConflictException extends TicketdException {
     ConflictException(String message, Throwable cause) {
         this(message, 0, "", "", "", cause);
     }
+
+    @Override
+    ConflictException forCaller() {
+        return new ConflictException(getMessage(), status(), problemType(), detail(), endpoint(), this);
+    }
 }

@@ -15,4 +15,9 @@ public class ExhaustedException extends TicketdException {
     ExhaustedException(String message, Throwable cause) {
         this(message, 0, "", "", "", cause);
     }
+
+    @Override
+    ExhaustedException forCaller() {
+        return new ExhaustedException(getMessage(), status(), problemType(), detail(), endpoint(), this);
+    }
 }

@@ -15,4 +15,9 @@ public class ForbiddenException extends TicketdException {
     ForbiddenException(String message, Throwable cause) {
         this(message, 0, "", "", "", cause);
     }
+
+    @Override
+    ForbiddenException forCaller() {
+        return new ForbiddenException(getMessage(), status(), problemType(), detail(), endpoint(), this);
+    }
 }

@@ -15,4 +15,9 @@ public class NotFoundException extends TicketdException {
     NotFoundException(String message, Throwable cause) {
         this(message, 0, "", "", "", cause);
     }
+
+    @Override
+    NotFoundException forCaller() {
+        return new NotFoundException(getMessage(), status(), problemType(), detail(), endpoint(), this);
+    }
 }

@@ -2,13 +2,17 @@ package io.ticketd.client;
 
 import java.util.Map;
 
-/** Types a non-2xx answer from its RFC 9457 problem document's type, then its status. */
+/**
+ * Types a non-2xx answer from its RFC 9457 problem document's type, then its status: a
+ * {@link TicketdException} of some kind, or an {@link InvalidArgumentException} (400, 413). A retried
+ * status (429, 5xx) always gives a TicketdException.
+ */
 final class Problems {
     static final String PREFIX = "urn:ticketd:problem:";
 
     private Problems() {}
 
-    static TicketdException typed(TicketdClient.Answer a) {
+    static RuntimeException typed(TicketdClient.Answer a) {
         int status = a.status();
         String type = "";
         String title = "";

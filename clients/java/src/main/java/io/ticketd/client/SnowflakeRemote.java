@@ -33,7 +33,8 @@ public final class SnowflakeRemote implements AutoCloseable {
 
     static final class Fetch {
         final CountDownLatch done = new CountDownLatch(1);
-        volatile TicketdException err;
+        /** The fetch's failure (a TicketdFailure), or null. */
+        volatile RuntimeException err;
         TicketdException lastErr; // guarded by lock
         Thread thread;
     }
@@ -134,8 +135,8 @@ public final class SnowflakeRemote implements AutoCloseable {
                 throw new UnavailableException("ticketd: interrupted while waiting for Snowflake IDs of \"" + ns + "\"", e);
             }
             if (done) {
-                TicketdException err = f.err;
-                if (err != null) throw err;
+                RuntimeException err = f.err;
+                if (err != null) throw ForCaller.copy(err);
                 continue;
             }
             if (client.isClosed()) throw new ClosedException("ticketd: client closed");
@@ -208,19 +209,19 @@ public final class SnowflakeRemote implements AutoCloseable {
                 lock.unlock();
             }
         };
-        TicketdException err = null;
+        RuntimeException err = null;
         Error fatal = null;
         Batch b = null;
         try {
             Faults.beforeBackgroundCall();
             b = fetch(count, onFailure);
-        } catch (TicketdException e) {
-            err = e;
-        } catch (RuntimeException | Error e) {
-            // An Error too (OutOfMemoryError, StackOverflowError): unfinished, the fetch would stay
-            // in flight for good, its waiters time out and no fetch would ever start again.
-            err = new TicketdException("ticketd: fetching Snowflake IDs of \"" + ns + "\" failed: " + e, 0, "", "", "", e);
-            if (e instanceof Error) fatal = (Error) e;
+        } catch (RuntimeException e) {
+            err = e instanceof TicketdFailure ? e : failed(e);
+        } catch (Error e) {
+            // Unfinished (OutOfMemoryError, StackOverflowError), the fetch would stay in flight for
+            // good, its waiters time out and no fetch would ever start again.
+            err = failed(e);
+            fatal = e;
         }
         lock.lock();
         try {
@@ -236,6 +237,10 @@ public final class SnowflakeRemote implements AutoCloseable {
         }
         f.done.countDown();
         if (fatal != null) throw fatal; // reported, and still the thread's to die of
+    }
+
+    private TicketdException failed(Throwable e) {
+        return new TicketdException("ticketd: fetching Snowflake IDs of \"" + ns + "\" failed: " + e, 0, "", "", "", e);
     }
 
     /** Goes round the nodes until one gives a valid batch, a final error, or the client closes. */
@@ -270,11 +275,13 @@ public final class SnowflakeRemote implements AutoCloseable {
                         continue;
                     }
                 }
-                TicketdException e = Problems.typed(a);
-                boolean routeUnknown = "urn:ticketd:problem:route-not-found".equals(e.problemType()) || a.status() == 405;
-                if (!TicketdClient.retryable(a.status()) && !routeUnknown) throw e;
+                RuntimeException typed = Problems.typed(a);
+                // A node without the route (an older version) is skipped as a failed one is.
+                boolean routeUnknown = a.status() == 405 || (typed instanceof TicketdException
+                    && "urn:ticketd:problem:route-not-found".equals(((TicketdException) typed).problemType()));
+                if (!(typed instanceof TicketdException) || (!TicketdClient.retryable(a.status()) && !routeUnknown)) throw typed;
                 if (a.retryAfterNanos() > 0) skip(idx, Math.min(a.retryAfterNanos(), TicketdClient.MAX_RETRY_AFTER_NANOS));
-                onFailure.accept(e);
+                onFailure.accept((TicketdException) typed);
             }
             long wait = Math.max(client.backoffNanos(round), soonestAllowed());
             if (client.sleepUnlessClosed(wait)) throw new ClosedException("ticketd: client closed");

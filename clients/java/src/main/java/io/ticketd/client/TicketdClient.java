@@ -46,7 +46,7 @@ import javax.net.ssl.SSLContext;
  * never less than a {@code Retry-After} asked for (capped at 30 s) — and goes round again until the
  * call timeout, then throws {@link UnavailableException} with the last failure as its cause.
  * Transport errors, attempt timeouts, 429, 500, 502, 503, 504 are retried; every other answer is
- * final and typed (see {@link TicketdException}'s subclasses).
+ * final and typed (see {@link TicketdFailure}).
  *
  * <p>Nothing here holds a monitor ({@code synchronized}) across blocking I/O: locks are
  * {@link ReentrantLock}s, waits are latches and futures, so virtual threads are never pinned.
@@ -584,14 +584,14 @@ public final class TicketdClient implements AutoCloseable {
                     preferred.set(leaderOr(idx, a.leader));
                     return a;
                 }
-                TicketdException e = Problems.typed(a);
-                if (!retryable(a.status)) {
+                RuntimeException e = Problems.typed(a);
+                if (!retryable(a.status) || !(e instanceof TicketdException)) {
                     preferred.set(leaderOr(idx, a.leader));
                     throw e;
                 }
-                last = e;
+                last = (TicketdException) e;
                 retryAfter = Math.max(retryAfter, a.retryAfterNanos);
-                if (onFailure != null) onFailure.accept(e);
+                if (onFailure != null) onFailure.accept(last);
             }
             long remaining = remaining(deadline);
             if (remaining <= 0) throw unavailable(last);

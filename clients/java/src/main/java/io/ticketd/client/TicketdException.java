@@ -1,15 +1,14 @@
 package io.ticketd.client;
 
 /**
- * Base of every error the client throws. Unchecked, so that {@code next()} reads as a plain call;
- * catch the subclasses to decide ({@link UnavailableException} is the one worth retrying later).
- * A server's answer carries its HTTP status, the RFC 9457 problem type
- * ({@code urn:ticketd:problem:…}) and detail, and the endpoint that answered; an error made by the
- * client itself (bad argument, closed, timed out) has status 0 and the endpoint of the last failure,
- * if any. Thrown as this base class only for answers no subclass describes (a 405, a 404 of an
- * unknown route, a body that is not the expected JSON).
+ * Base of the errors of the cluster and of the network: every kind but {@link ClosedException} (an
+ * {@link IllegalStateException}) and {@link InvalidArgumentException} (an
+ * {@link IllegalArgumentException}); all of them implement {@link TicketdFailure}. Unchecked, so that
+ * {@code next()} reads as a plain call; catch the subclasses to decide ({@link UnavailableException}
+ * is the one worth retrying later). Thrown as this base class only for answers no subclass
+ * describes (a 405, a 404 of an unknown route, a body that is not the expected JSON).
  */
-public class TicketdException extends RuntimeException {
+public class TicketdException extends RuntimeException implements TicketdFailure {
     private static final long serialVersionUID = 1L;
 
     private final int status;
@@ -29,15 +28,19 @@ public class TicketdException extends RuntimeException {
         this(message, 0, "", "", "", null);
     }
 
-    /** The HTTP status of the answer, or 0 when no answer is behind this error. */
-    public int status() { return status; }
+    @Override public int status() { return status; }
 
-    /** The problem type, such as {@code urn:ticketd:problem:sequence-exhausted}, or "". */
-    public String problemType() { return problemType; }
+    @Override public String problemType() { return problemType; }
 
-    /** The problem's detail, or "". */
-    public String detail() { return detail; }
+    @Override public String detail() { return detail; }
 
-    /** The endpoint that answered ({@code http://host:port}), or "". */
-    public String endpoint() { return endpoint; }
+    @Override public String endpoint() { return endpoint; }
+
+    /**
+     * A new exception of this kind, the same but for its cause, this (see {@link ForCaller}). Each
+     * subclass makes its own kind.
+     */
+    TicketdException forCaller() {
+        return new TicketdException(getMessage(), status, problemType, detail, endpoint, this);
+    }
 }

@@ -109,7 +109,8 @@ public final class TicketdSequence {
     /** One background reservation; done is counted down when it ends, after err is set. */
     static final class Refill {
         final CountDownLatch done = new CountDownLatch(1);
-        volatile TicketdException err;
+        /** The refill's failure (a TicketdFailure), or null. */
+        volatile RuntimeException err;
         TicketdException lastErr; // guarded by the sequence's lock
     }
 
@@ -123,7 +124,7 @@ public final class TicketdSequence {
     private Block nxt;
     private Refill inflight;
     private boolean closed;
-    private TicketdException sticky; // ExhaustedException or ClosedException, once seen
+    private RuntimeException sticky; // ExhaustedException or ClosedException, once seen
     private long highest;
     private long retired;
     private final Sizer sizer = new Sizer(COVERAGE_SECONDS, MIN_RANGE, MAX_RANGE);
@@ -199,7 +200,7 @@ public final class TicketdSequence {
             try {
                 Range r = takeLocked(want);
                 if (r != null) return r;
-                if (sticky != null) throw sticky;
+                if (sticky != null) throw ForCaller.copy(sticky);
                 a = inflight;
                 if (a == null && (a = startRefillLocked()) == null) throw new ClosedException("ticketd: client closed");
                 if (!waited) {
@@ -219,8 +220,8 @@ public final class TicketdSequence {
                 throw new UnavailableException("ticketd: interrupted while waiting for a range of \"" + name + "\"", e);
             }
             if (done) {
-                TicketdException err = a.err;
-                if (err != null) throw err;
+                RuntimeException err = a.err;
+                if (err != null) throw ForCaller.copy(err);
                 continue;
             }
             if (client.isClosed()) throw new ClosedException("ticketd: client closed");
@@ -321,20 +322,23 @@ public final class TicketdSequence {
                 }
                 finishRefill(a, null, e, failures[0]);
                 return;
-            } catch (TicketdException e) {
-                finishRefill(a, null, e, failures[0]);
+            } catch (RuntimeException e) {
+                finishRefill(a, null, e instanceof TicketdFailure ? e : failed(e), failures[0]);
                 return;
-            } catch (RuntimeException | Error e) {
-                // An Error too (OutOfMemoryError, StackOverflowError): unfinished, the refill would
-                // stay in flight for good, its waiters time out and no refill would ever start again.
-                finishRefill(a, null, new TicketdException("ticketd: refilling \"" + name + "\" failed: " + e, 0, "", "", "", e), failures[0]);
-                if (e instanceof Error) throw (Error) e; // reported, and still the thread's to die of
-                return;
+            } catch (Error e) {
+                // Unfinished (OutOfMemoryError, StackOverflowError), the refill would stay in flight
+                // for good, its waiters time out and no refill would ever start again.
+                finishRefill(a, null, failed(e), failures[0]);
+                throw e; // reported, and still the thread's to die of
             }
         }
     }
 
-    private void finishRefill(Refill a, Range r, TicketdException err, int failures) {
+    private TicketdException failed(Throwable e) {
+        return new TicketdException("ticketd: refilling \"" + name + "\" failed: " + e, 0, "", "", "", e);
+    }
+
+    private void finishRefill(Refill a, Range r, RuntimeException err, int failures) {
         lock.lock();
         try {
             if (closed || client.isClosed()) {

@@ -15,4 +15,9 @@ public class UnauthorizedException extends TicketdException {
     UnauthorizedException(String message, Throwable cause) {
         this(message, 0, "", "", "", cause);
     }
+
+    @Override
+    UnauthorizedException forCaller() {
+        return new UnauthorizedException(getMessage(), status(), problemType(), detail(), endpoint(), this);
+    }
 }

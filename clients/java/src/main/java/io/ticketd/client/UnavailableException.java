@@ -15,4 +15,9 @@ public class UnavailableException extends TicketdException {
     UnavailableException(String message, Throwable cause) {
         this(message, 0, "", "", "", cause);
     }
+
+    @Override
+    UnavailableException forCaller() {
+        return new UnavailableException(getMessage(), status(), problemType(), detail(), endpoint(), this);
+    }
 }

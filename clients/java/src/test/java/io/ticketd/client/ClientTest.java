@@ -2,6 +2,8 @@ package io.ticketd.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -69,8 +71,9 @@ class ClientTest {
         try (TicketdClient c = client(a)) {
             for (Object[] k : cases) {
                 a.fail(1, (int) k[0], (String) k[1], -1);
-                TicketdException e = assertThrows(TicketdException.class, () -> c.reserve("orders", 1));
-                assertEquals(k[2], e.getClass(), "status " + k[0]);
+                RuntimeException thrown = assertThrows(RuntimeException.class, () -> c.reserve("orders", 1));
+                assertEquals(k[2], thrown.getClass(), "status " + k[0]);
+                TicketdFailure e = (TicketdFailure) thrown;
                 assertEquals(k[0], e.status());
                 assertEquals("urn:ticketd:problem:" + k[1], e.problemType());
                 assertEquals(a.url(), e.endpoint());
@@ -83,6 +86,39 @@ class ClientTest {
             // Final answers are not retried: one request each.
             assertEquals(cases.length + 1, a.requests.get());
         }
+    }
+
+    /**
+     * Java's idioms: a call on a closed client is an IllegalStateException, a bad argument an
+     * IllegalArgumentException; every kind is a TicketdFailure, and its copy for a caller (a
+     * background failure thrown to each waiter) keeps its kind and fields, with it as the cause.
+     */
+    @Test
+    void exceptionKinds_JavasIdioms_AndCopiesForCallersKeepTheKind() {
+        assertInstanceOf(IllegalStateException.class, new ClosedException("closed"));
+        assertInstanceOf(IllegalArgumentException.class, new InvalidArgumentException("bad"));
+        List<RuntimeException> kinds = List.of(
+            new TicketdException("m", 500, "t", "d", "http://e:1", null),
+            new UnavailableException("m", 503, "t", "d", "http://e:1", null),
+            new ClockBehindException("m", 503, "t", "d", "http://e:1", null, 1500),
+            new NotFoundException("m", 404, "t", "d", "http://e:1", null),
+            new ExhaustedException("m", 409, "t", "d", "http://e:1", null),
+            new UnauthorizedException("m", 401, "t", "d", "http://e:1", null),
+            new ForbiddenException("m", 403, "t", "d", "http://e:1", null),
+            new ConflictException("m", 409, "t", "d", "http://e:1", null),
+            new InvalidArgumentException("m", 400, "t", "d", "http://e:1", null),
+            new ClosedException("m"));
+        for (RuntimeException e : kinds) {
+            TicketdFailure f = assertInstanceOf(TicketdFailure.class, e);
+            RuntimeException copy = ForCaller.copy(e);
+            assertEquals(e.getClass(), copy.getClass());
+            assertSame(e, copy.getCause());
+            assertEquals(e.getMessage(), copy.getMessage());
+            TicketdFailure g = (TicketdFailure) copy;
+            assertEquals(List.of(f.status(), f.problemType(), f.detail(), f.endpoint()),
+                List.of(g.status(), g.problemType(), g.detail(), g.endpoint()), e.getClass().getSimpleName());
+        }
+        assertEquals(1500, ((ClockBehindException) ForCaller.copy(kinds.get(2))).behindMillis());
     }
 
     @Test
@@ -201,11 +237,11 @@ class ClientTest {
         TicketdClient.Endpoint ep = new TicketdClient.Endpoint("http://127.0.0.1:1", "127.0.0.1:1");
         for (Object[] k : cases) {
             String body = "{\"type\":\"urn:ticketd:problem:" + k[1] + "\",\"title\":\"t\",\"clock_behind_ms\":1500}";
-            TicketdException e = Problems.typed(new TicketdClient.Answer(ep, (int) k[0], body, "", 0));
+            RuntimeException e = Problems.typed(new TicketdClient.Answer(ep, (int) k[0], body, "", 0));
             assertEquals(k[2], e.getClass(), k[0] + " " + k[1]);
-            assertEquals(k[0], e.status());
+            assertEquals(k[0], ((TicketdFailure) e).status());
         }
-        TicketdException e = Problems.typed(new TicketdClient.Answer(ep, 429,
+        RuntimeException e = Problems.typed(new TicketdClient.Answer(ep, 429,
             "{\"type\":\"urn:ticketd:problem:clock-behind\",\"clock_behind_ms\":1500}", "", 0));
         assertEquals(1500, ((ClockBehindException) e).behindMillis());
     }

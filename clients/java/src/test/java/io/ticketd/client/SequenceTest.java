@@ -2,6 +2,8 @@ package io.ticketd.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -156,7 +158,10 @@ class SequenceTest {
                 }
             }
             assertTrue(got >= 2500 - 7 && last <= 2500, "served " + got + " IDs up to " + last);
-            assertThrows(ExhaustedException.class, s::next);
+            ExhaustedException e1 = assertThrows(ExhaustedException.class, s::next);
+            ExhaustedException e2 = assertThrows(ExhaustedException.class, s::next);
+            assertNotSame(e1, e2, "the final failure, kept: a new exception for each call");
+            assertSame(e1.getCause(), e2.getCause());
         }
     }
 
@@ -218,10 +223,36 @@ class SequenceTest {
         try (TicketdClient c = client(Duration.ofMillis(500))) {
             TicketdSequence s = c.sequence("orders");
             TicketdException e = assertThrows(TicketdException.class, s::next);
-            assertInstanceOf(StackOverflowError.class, e.getCause(), e.toString());
+            // The caller's own exception, caused by the background one, caused by the Error.
+            assertInstanceOf(StackOverflowError.class, e.getCause().getCause(), e.toString());
             assertEquals(1, s.next(), "a new refill runs");
         } finally {
             Faults.beforeBackgroundCall = null;
+        }
+    }
+
+    /**
+     * Callers waiting on one refill that fails each get an exception of their own, of the refill's
+     * kind, with the refill's as its cause: one object thrown in many threads would share (and keep
+     * growing) one stack trace, which shows the refill's thread and not the caller's frames.
+     */
+    @Test
+    void waitersOnOneFailedRefill_EachGetTheirOwnException_CausedByTheRefills() throws Exception {
+        backend.token = "rotated"; // the client sends none: 401, a final answer
+        a.delayMillis = 200; // so that both callers wait on the one refill
+        b.delayMillis = 200;
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url(), b.url()).attemptTimeout(Duration.ofSeconds(3)).build()) {
+            TicketdSequence s = c.sequence("orders");
+            List<Throwable> got = TestSupport.callConcurrently(2, s::next);
+            assertEquals(1, a.requests.get() + b.requests.get(), "one refill, one request");
+            TicketdException e1 = assertInstanceOf(UnauthorizedException.class, got.get(0));
+            TicketdException e2 = assertInstanceOf(UnauthorizedException.class, got.get(1));
+            assertNotSame(e1, e2, "each caller its own exception");
+            assertSame(e1.getCause(), e2.getCause(), "both caused by the refill's");
+            assertInstanceOf(UnauthorizedException.class, e1.getCause());
+            assertEquals(401, e1.status());
+            assertTrue(TestSupport.hasFrame(e1, "TicketdSequence", "next"), "the caller's frames");
+            assertTrue(TestSupport.hasFrame(e1.getCause(), "TicketdSequence", "runRefill"), "the refill's frames in the cause");
         }
     }
 

@@ -2,11 +2,14 @@ package io.ticketd.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -121,10 +124,31 @@ class SnowflakeRemoteTest {
         try (TicketdClient c = client(Duration.ofMillis(500))) {
             SnowflakeRemote r = c.snowflake("ev", 10, -1);
             TicketdException e = assertThrows(TicketdException.class, r::next);
-            assertInstanceOf(StackOverflowError.class, e.getCause(), e.toString());
+            // The caller's own exception, caused by the background one, caused by the Error.
+            assertInstanceOf(StackOverflowError.class, e.getCause().getCause(), e.toString());
             assertTrue(r.next() > 0, "a new fetch runs");
         } finally {
             Faults.beforeBackgroundCall = null;
+        }
+    }
+
+    /** As the sequence's: callers waiting on one failed fetch each get their own exception. */
+    @Test
+    void waitersOnOneFailedFetch_EachGetTheirOwnException_CausedByTheFetchs() throws Exception {
+        backend.token = "rotated"; // the client sends none: 401, a final answer
+        a.delayMillis = 200; // so that both callers wait on the one fetch
+        b.delayMillis = 200;
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url(), b.url()).attemptTimeout(Duration.ofSeconds(3)).build()) {
+            SnowflakeRemote r = c.snowflake("ev");
+            List<Throwable> got = TestSupport.callConcurrently(2, r::next);
+            assertEquals(1, a.requests.get() + b.requests.get(), "one fetch, one request");
+            TicketdException e1 = assertInstanceOf(UnauthorizedException.class, got.get(0));
+            TicketdException e2 = assertInstanceOf(UnauthorizedException.class, got.get(1));
+            assertNotSame(e1, e2, "each caller its own exception");
+            assertSame(e1.getCause(), e2.getCause(), "both caused by the fetch's");
+            assertInstanceOf(UnauthorizedException.class, e1.getCause());
+            assertTrue(TestSupport.hasFrame(e1, "SnowflakeRemote", "next"), "the caller's frames");
+            assertTrue(TestSupport.hasFrame(e1.getCause(), "SnowflakeRemote", "runFetch"), "the fetch's frames in the cause");
         }
     }
 

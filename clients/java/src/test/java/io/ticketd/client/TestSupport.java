@@ -1,6 +1,10 @@
 package io.ticketd.client;
 
 import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
 
@@ -55,5 +59,36 @@ final class TestSupport {
     static long ticketdThreads() {
         return Thread.getAllStackTraces().keySet().stream()
             .filter(t -> t.isAlive() && t.getName().startsWith("ticketd-")).count();
+    }
+
+    /**
+     * Runs call on n platform threads at once and returns what each threw, in thread order (a call
+     * that returns is a failure: the tests using this expect every call to throw).
+     */
+    static List<Throwable> callConcurrently(int n, Runnable call) throws InterruptedException {
+        Throwable[] got = new Throwable[n];
+        CountDownLatch go = new CountDownLatch(1);
+        List<Thread> ts = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            int k = i;
+            ts.add(start(false, "caller-" + i, () -> {
+                try {
+                    go.await();
+                    call.run();
+                    got[k] = new AssertionError("caller " + k + ": the call returned");
+                } catch (Throwable e) {
+                    got[k] = e;
+                }
+            }));
+        }
+        go.countDown();
+        for (Thread t : ts) t.join();
+        return Arrays.asList(got);
+    }
+
+    /** True when e's stack trace has a frame of method in a class whose simple name is cls. */
+    static boolean hasFrame(Throwable e, String cls, String method) {
+        return Arrays.stream(e.getStackTrace())
+            .anyMatch(f -> f.getClassName().endsWith("." + cls) && f.getMethodName().equals(method));
     }
 }
