@@ -34,6 +34,16 @@ if (( fault_suite )) && [[ $(id -u) != 0 ]]; then
   exit 2
 fi
 
+# Several steps install Debian packages when they are missing. Another
+# apt-get on the machine (an unattended upgrade, a developer's install)
+# holds dpkg's lock for a while: wait for it, up to 10 minutes, instead of
+# failing at once. APT_CONFIG is read by every apt-get below, in addition
+# to the system's configuration.
+apt_conf=$(mktemp "${TMPDIR:-/tmp}/ticketd-apt.XXXXXX")
+trap 'rm -f "$apt_conf"' EXIT
+echo 'DPkg::Lock::Timeout "600";' >"$apt_conf"
+export APT_CONFIG=$apt_conf
+
 echo "== stage 1: formatting, vet, modules, tests, fuzz and benchmark smoke"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [[ -n "$unformatted" ]]; then
