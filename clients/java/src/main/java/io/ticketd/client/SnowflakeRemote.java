@@ -18,8 +18,12 @@ import java.util.function.Consumer;
  * checked before use: exactly the count asked, strictly increasing, this namespace, and above every
  * ID already received under its worker id; a bad one is refused and the next node asked.
  * IDs of one batch increase; across batches (nodes) only uniqueness is promised.
+ *
+ * <p>{@link TicketdClient#snowflake} gives one handle per namespace and client, shared by every
+ * caller; tuned by {@link SnowflakeOptions}. It is not {@link AutoCloseable}: the client owns it and
+ * closes it; {@link #close()} is there to let go of a namespace for good, for every holder.
  */
-public final class SnowflakeRemote implements AutoCloseable {
+public final class SnowflakeRemote {
     /** A batch: ids[0..n) cut by the block's counter. */
     static final class Batch {
         final TicketdSequence.Block block;
@@ -42,6 +46,7 @@ public final class SnowflakeRemote implements AutoCloseable {
     private final TicketdClient client;
     private final String ns;
     private final String path;
+    private final SnowflakeOptions options;
     private final int batch;
     private final int lowWater;
 
@@ -59,17 +64,21 @@ public final class SnowflakeRemote implements AutoCloseable {
     private long refused;
     private long waits;
 
-    SnowflakeRemote(TicketdClient client, String ns, int batch, int lowWater) {
+    SnowflakeRemote(TicketdClient client, String ns, SnowflakeOptions options) {
         this.client = client;
         this.ns = ns;
         this.path = "/v1/namespaces/" + TicketdClient.pathSegment(ns) + "/ids";
-        this.batch = batch;
-        this.lowWater = lowWater;
+        this.options = options;
+        this.batch = options.batch();
+        this.lowWater = options.lowWater();
         this.skipUntil = new long[client.endpoints.size()];
         this.rr = ThreadLocalRandom.current().nextInt(client.endpoints.size()); // spread many processes' first fetches
     }
 
     public String namespace() { return ns; }
+
+    /** The options the handle was made with. */
+    public SnowflakeOptions options() { return options; }
 
     /** One ID: an atomic add while IDs are buffered; else waits up to the call timeout. */
     public long next() {
@@ -397,8 +406,11 @@ public final class SnowflakeRemote implements AutoCloseable {
         }
     }
 
-    /** Drops the buffer and waits for the fetch in flight (the client's close does this too). */
-    @Override
+    /**
+     * Lets go of this namespace: drops the buffer and waits for the fetch in flight (the client's
+     * close does this for every handle). The handle is shared, so every holder's next call throws
+     * {@link ClosedException}; the client's next {@code snowflake(ns)} makes a new handle.
+     */
     public void close() {
         Fetch f;
         lock.lock();

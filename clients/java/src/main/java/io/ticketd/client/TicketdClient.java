@@ -86,8 +86,10 @@ public final class TicketdClient implements AutoCloseable {
     private final CountDownLatch closedLatch = new CountDownLatch(1);
     private volatile boolean closed;
     private final Set<Thread> background = new HashSet<>();
-    private final List<TicketdSequence> sequences = new ArrayList<>();
-    private final List<SnowflakeRemote> remotes = new ArrayList<>();
+    private final Handles<SequenceOptions, TicketdSequence> sequences =
+        new Handles<>("sequence", TicketdSequence::options, SequenceOptions::differencesFrom);
+    private final Handles<SnowflakeOptions, SnowflakeRemote> remotes =
+        new Handles<>("Snowflake namespace", SnowflakeRemote::options, SnowflakeOptions::differencesFrom);
     private final AtomicInteger threadSeq = new AtomicInteger();
 
     private TicketdClient(Builder b, List<Endpoint> eps, SSLContext ssl) {
@@ -122,6 +124,16 @@ public final class TicketdClient implements AutoCloseable {
 
     /** How many HTTP threads close() would join (for tests). */
     int httpThreadsTracked() { return httpThreads.size(); }
+
+    /** How many sequence handles the client keeps (for tests). */
+    int sequenceHandles() {
+        lock.lock();
+        try {
+            return sequences.size();
+        } finally {
+            lock.unlock();
+        }
+    }
 
     /** How many Snowflake handles close() would close (for tests). */
     int remoteHandles() {
@@ -235,10 +247,10 @@ public final class TicketdClient implements AutoCloseable {
                     }
                 }
             }
-            requirePositive("attemptTimeout", attemptTimeout);
-            requirePositive("callTimeout", callTimeout);
-            requirePositive("backoff min", minBackoff);
-            requirePositive("backoff max", maxBackoff);
+            Durations.requirePositive("attemptTimeout", attemptTimeout);
+            Durations.requirePositive("callTimeout", callTimeout);
+            Durations.requirePositive("backoff min", minBackoff);
+            Durations.requirePositive("backoff max", maxBackoff);
             if (maxBackoff == null || maxBackoff.compareTo(minBackoff) < 0) {
                 throw new InvalidArgumentException("backoff: want 0 < min <= max, got min " + minBackoff + ", max " + maxBackoff);
             }
@@ -257,18 +269,6 @@ public final class TicketdClient implements AutoCloseable {
                 }
             }
             return new TicketdClient(this, eps, ssl);
-        }
-
-        /** The longest timeout or backoff: far below Long.MAX_VALUE ns, so that now + it cannot overflow. */
-        static final Duration MAX_DURATION = Duration.ofDays(365);
-
-        private static void requirePositive(String what, Duration d) {
-            if (d == null || d.isNegative() || d.isZero()) {
-                throw new InvalidArgumentException(what + " must be positive, got " + d);
-            }
-            if (d.compareTo(MAX_DURATION) > 0) {
-                throw new InvalidArgumentException(what + " must be at most " + MAX_DURATION.toDays() + " days, got " + d);
-            }
         }
     }
 
@@ -335,25 +335,21 @@ public final class TicketdClient implements AutoCloseable {
     }
 
     /**
-     * Creates a sequence, idempotently (an existing one with the same settings is no error).
-     * {@code start} and {@code max} of 0 take the server's defaults (1 and 2^63-1).
+     * Creates a sequence with the bounds of {@code settings} (those not set take the server's
+     * defaults), idempotently: an existing one with the same settings is no error, one with others
+     * is a {@link ConflictException}.
      */
-    public SequenceInfo createSequence(String name, long start, long max) {
+    public SequenceInfo createSequence(String name, SequenceSettings settings) {
         ensureOpen();
         validateName("sequence", name);
         if (name.equals(".") || name.equals("..")) throw new InvalidArgumentException("sequence name \"" + name + "\" is a dot segment");
-        if (start < 0 || max < 0) throw new InvalidArgumentException("start (" + start + ") and max (" + max + ") must not be negative; 0 takes the default");
-        if (start != 0 && max != 0 && max < start) throw new InvalidArgumentException("max " + max + " is below start " + start);
-        StringBuilder body = new StringBuilder("{");
-        if (start != 0) body.append("\"start\":").append(start);
-        if (max != 0) body.append(start != 0 ? "," : "").append("\"max\":").append(max);
-        body.append('}');
-        Answer a = call("PUT", "/v1/sequences/" + pathSegment(name), body.toString(), deadline(), null);
+        if (settings == null) throw new InvalidArgumentException("settings must not be null; SequenceSettings.defaults() takes the server's");
+        Answer a = call("PUT", "/v1/sequences/" + pathSegment(name), settings.json(), deadline(), null);
         return sequenceInfo(a);
     }
 
-    /** Creates a sequence with the default bounds. */
-    public SequenceInfo createSequence(String name) { return createSequence(name, 0, 0); }
+    /** Creates a sequence with the server's default bounds (1 to 2^63-1). */
+    public SequenceInfo createSequence(String name) { return createSequence(name, SequenceSettings.defaults()); }
 
     /** The sequence as the server shows it. */
     public SequenceInfo sequenceInfo(String name) {
@@ -363,44 +359,53 @@ public final class TicketdClient implements AutoCloseable {
     }
 
     /**
-     * A cached handle on a sequence (see {@link TicketdSequence}). Make one per sequence and process,
-     * and share it between threads. Sends nothing until the first {@code next()}.
+     * The cached handle on a sequence (see {@link TicketdSequence}) with the default
+     * {@link SequenceOptions}: the same handle on every call with this name. Share it between
+     * threads. Sends nothing until the first {@code next()}.
      */
-    public TicketdSequence sequence(String name) {
-        validateName("sequence", name);
-        TicketdSequence s = new TicketdSequence(this, name);
-        lock.lock();
-        try {
-            if (closed) throw new ClosedException("ticketd: client closed");
-            sequences.add(s);
-        } finally {
-            lock.unlock();
-        }
-        return s;
-    }
-
-    /** Server-made Snowflake IDs of a namespace, batches of 256 fetched ahead at half the batch. */
-    public SnowflakeRemote snowflake(String namespace) { return snowflake(namespace, 256, -1); }
+    public TicketdSequence sequence(String name) { return sequence(name, SequenceOptions.defaults()); }
 
     /**
-     * Server-made Snowflake IDs of a namespace: {@code batch} IDs (1 to 10,000) asked of a node at
-     * once, the next batch fetched when fewer than {@code lowWater} are left (-1: half the batch; 0:
-     * only when empty).
+     * The cached handle on a sequence with these options: one handle per name and client, made on
+     * the first call and returned by the later ones. A later call with other options throws
+     * {@link InvalidArgumentException} naming what differs (a cache tuned otherwise than asked
+     * would be a silent surprise).
      */
-    public SnowflakeRemote snowflake(String namespace, int batch, int lowWater) {
-        validateName("namespace", namespace);
-        if (batch < 1 || batch > MAX_SNOWFLAKE_IDS) throw new InvalidArgumentException("batch must be between 1 and " + MAX_SNOWFLAKE_IDS + ", got " + batch);
-        if (lowWater < 0) lowWater = batch / 2;
-        if (lowWater > batch) throw new InvalidArgumentException("low-water mark " + lowWater + " is above the batch size " + batch);
-        SnowflakeRemote r = new SnowflakeRemote(this, namespace, batch, lowWater);
+    public TicketdSequence sequence(String name, SequenceOptions options) {
+        validateName("sequence", name);
+        if (options == null) throw new InvalidArgumentException("options must not be null; SequenceOptions.defaults() are the defaults");
         lock.lock();
         try {
             if (closed) throw new ClosedException("ticketd: client closed");
-            remotes.add(r);
+            return sequences.get(name, options, () -> new TicketdSequence(this, name, options));
         } finally {
             lock.unlock();
         }
-        return r;
+    }
+
+    /**
+     * The handle on the server-made Snowflake IDs of a namespace with the default
+     * {@link SnowflakeOptions} (batches of 256 fetched ahead at half the batch): the same handle on
+     * every call with this namespace, so {@code c.snowflake("events").next()} is fine in a loop.
+     */
+    public SnowflakeRemote snowflake(String namespace) { return snowflake(namespace, SnowflakeOptions.defaults()); }
+
+    /**
+     * The handle on the server-made Snowflake IDs of a namespace with these options: one handle per
+     * namespace and client, made on the first call and returned by the later ones (until it is
+     * closed). A later call with other options throws {@link InvalidArgumentException} naming what
+     * differs.
+     */
+    public SnowflakeRemote snowflake(String namespace, SnowflakeOptions options) {
+        validateName("namespace", namespace);
+        if (options == null) throw new InvalidArgumentException("options must not be null; SnowflakeOptions.defaults() are the defaults");
+        lock.lock();
+        try {
+            if (closed) throw new ClosedException("ticketd: client closed");
+            return remotes.get(namespace, options, () -> new SnowflakeRemote(this, namespace, options));
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -417,10 +422,8 @@ public final class TicketdClient implements AutoCloseable {
         try {
             closed = true;
             threads = new ArrayList<>(background);
-            seqs = new ArrayList<>(sequences);
-            rems = new ArrayList<>(remotes);
-            sequences.clear();
-            remotes.clear();
+            seqs = sequences.removeAll();
+            rems = remotes.removeAll();
         } finally {
             lock.unlock();
         }
@@ -453,11 +456,14 @@ public final class TicketdClient implements AutoCloseable {
 
     // ---- internals shared with the handles ----
 
-    /** Forgets a Snowflake handle closed by its owner, so that close() does not hold it for good. */
+    /**
+     * Forgets a Snowflake handle closed by its owner, so that close() does not hold it for good and
+     * the next snowflake(ns) makes a new one.
+     */
     void deregister(SnowflakeRemote r) {
         lock.lock();
         try {
-            remotes.remove(r);
+            remotes.remove(r.namespace(), r);
         } finally {
             lock.unlock();
         }

@@ -11,8 +11,9 @@ import java.util.function.Consumer;
 
 /**
  * The IDs of one sequence, from a local cache of ranges refilled in the background; the Go SDK's
- * {@code Sequence}, the same algorithm. Make it with {@link TicketdClient#sequence} once per sequence
- * and process, and share it: it is safe under any number of platform and virtual threads.
+ * {@code Sequence}, the same algorithm. {@link TicketdClient#sequence} gives one handle per name and
+ * client; share it: it is safe under any number of platform and virtual threads. Tuned by
+ * {@link SequenceOptions} (coverage, range sizes; the defaults below).
  *
  * <ul>
  * <li><b>Hot path.</b> The current range is an immutable {first, n} with an atomic {@code used}
@@ -38,10 +39,6 @@ import java.util.function.Consumer;
  * </ul>
  */
 public final class TicketdSequence {
-    static final double COVERAGE_SECONDS = 10.0;
-    static final long MIN_RANGE = 1000;
-    static final long MAX_RANGE = TicketdClient.MAX_RESERVE_COUNT;
-
     /** One range of the cache: first .. first+n-1, cut by adding to used (which may run past n). */
     static final class Block {
         final long first;
@@ -127,7 +124,8 @@ public final class TicketdSequence {
     private RuntimeException sticky; // ExhaustedException or ClosedException, once seen
     private long highest;
     private long retired;
-    private final Sizer sizer = new Sizer(COVERAGE_SECONDS, MIN_RANGE, MAX_RANGE);
+    private final SequenceOptions options;
+    private final Sizer sizer;
     private boolean ranDry;
     private long lastSize;
     private long refills;
@@ -136,12 +134,17 @@ public final class TicketdSequence {
     /** The planted bug's second copy of a range (see Plants); null unless the plant is on. */
     private Range plantReplay;
 
-    TicketdSequence(TicketdClient client, String name) {
+    TicketdSequence(TicketdClient client, String name, SequenceOptions options) {
         this.client = client;
         this.name = name;
+        this.options = options;
+        this.sizer = new Sizer(options.coverage().toNanos() / 1e9, options.minRange(), options.maxRange());
     }
 
     public String name() { return name; }
+
+    /** The options the handle was made with. */
+    public SequenceOptions options() { return options; }
 
     /**
      * The next ID. While the cache holds IDs: one atomic add, no network. Throws

@@ -309,9 +309,83 @@ class ClientTest {
     }
 
     @Test
+    void oneHandlePerName_TheReadmesOneLinerFetchesOnce() {
+        backend.namespace("ev");
+        try (TicketdClient c = client(a)) {
+            assertSame(c.sequence("orders"), c.sequence("orders"), "one sequence handle per name");
+            assertNotSame(c.sequence("orders"), c.sequence("other"));
+            SnowflakeRemote first = c.snowflake("ev");
+            // The README's c.snowflake("events").next(), in a loop: one handle, one batch.
+            for (int i = 0; i < 100; i++) {
+                assertSame(first, c.snowflake("ev"), "call " + i);
+                c.snowflake("ev").next();
+            }
+            assertEquals(1, c.remoteHandles(), "the client keeps one Snowflake handle");
+            assertEquals(2, c.sequenceHandles(), "and one sequence handle per name");
+            assertEquals(1, a.snowflakeRequests.get(), "100 IDs of a batch of 256: one fetch");
+        }
+    }
+
+    /**
+     * A second handle with other options is refused, naming what differs: the first call's options
+     * silently winning would hand a caller a cache tuned otherwise than it asked, depending on which
+     * call site ran first. Equal options (another object) give the same handle.
+     */
+    @Test
+    void sameNameOtherOptions_Refused_NamingTheDifference() {
+        try (TicketdClient c = client(a)) {
+            TicketdSequence s = c.sequence("orders");
+            assertSame(s, c.sequence("orders", SequenceOptions.builder().coverage(Duration.ofSeconds(10)).build()), "equal options");
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                () -> c.sequence("orders", SequenceOptions.builder().coverage(Duration.ofSeconds(5)).minRange(10).build()));
+            assertTrue(e.getMessage().contains("coverage PT5S (the handle's: PT10S), minRange 10 (the handle's: 1000)"), e.getMessage());
+            SnowflakeRemote r = c.snowflake("ev", SnowflakeOptions.builder().batch(100).build());
+            e = assertThrows(InvalidArgumentException.class, () -> c.snowflake("ev"));
+            assertTrue(e.getMessage().contains("batch 256 (the handle's: 100), lowWater 128 (the handle's: 50)"), e.getMessage());
+            assertSame(r, c.snowflake("ev", SnowflakeOptions.builder().batch(100).lowWater(50).build()));
+        }
+    }
+
+    @Test
+    void options_RefuseBadValues() {
+        assertThrows(InvalidArgumentException.class, () -> SequenceOptions.builder().coverage(Duration.ZERO).build());
+        assertThrows(InvalidArgumentException.class, () -> SequenceOptions.builder().coverage(null).build());
+        assertThrows(InvalidArgumentException.class, () -> SequenceOptions.builder().minRange(0).build());
+        assertThrows(InvalidArgumentException.class, () -> SequenceOptions.builder().minRange(2000).maxRange(1999).build());
+        assertThrows(InvalidArgumentException.class, () -> SequenceOptions.builder().maxRange(10_000_001).build());
+        assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().batch(0).build());
+        assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().batch(10_001).build());
+        assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().batch(10).lowWater(11).build());
+        assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().lowWater(-1).build());
+        assertEquals(5, SnowflakeOptions.builder().batch(10).build().lowWater(), "half the batch, whatever the batch");
+        assertThrows(InvalidArgumentException.class, () -> SequenceSettings.builder().start(0).build());
+        assertThrows(InvalidArgumentException.class, () -> SequenceSettings.builder().start(10).max(9).build());
+        assertThrows(InvalidArgumentException.class, () -> SequenceSettings.builder().max(0).build());
+    }
+
+    @Test
+    void createSequence_SendsTheBoundsSet_OnlyThose() {
+        try (TicketdClient c = client(a)) {
+            SequenceInfo info = c.createSequence("bounded", SequenceSettings.builder().start(100).max(200).build());
+            assertEquals(100, info.start());
+            assertEquals(200, info.max());
+            info = c.createSequence("from-5", SequenceSettings.builder().start(5).build());
+            assertEquals(List.of(5L, Long.MAX_VALUE), List.of(info.start(), info.max()), "max: the server's default");
+            info = c.createSequence("plain");
+            assertEquals(List.of(1L, Long.MAX_VALUE), List.of(info.start(), info.max()));
+        }
+    }
+
+    @Test
     void snowflakeHandle_DeregistersOnClose() {
         try (TicketdClient c = client(a)) {
-            for (int i = 0; i < 3; i++) c.snowflake("ev").close();
+            SnowflakeRemote first = c.snowflake("ev");
+            first.close();
+            assertEquals(0, c.remoteHandles());
+            assertThrows(ClosedException.class, first::next, "closed for every holder");
+            SnowflakeRemote second = c.snowflake("ev");
+            assertNotSame(first, second, "a closed handle is let go: the next call makes a new one");
+            second.close();
             assertEquals(0, c.remoteHandles());
         }
     }

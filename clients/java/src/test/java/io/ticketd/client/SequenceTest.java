@@ -87,6 +87,18 @@ class SequenceTest {
     }
 
     @Test
+    void options_BoundTheRangeSizes() {
+        SequenceOptions small = SequenceOptions.builder().coverage(Duration.ofSeconds(1)).minRange(50).maxRange(80).build();
+        try (TicketdClient c = client(Duration.ofSeconds(5))) {
+            TicketdSequence s = c.sequence("orders", small);
+            assertEquals(small, s.options());
+            for (int i = 0; i < 2000; i++) s.next();
+            assertEquals(50L, backend.counts.get(0), "the first range: minRange");
+            assertTrue(backend.counts.stream().allMatch(n -> n >= 50 && n <= 80), "within minRange..maxRange: " + backend.counts);
+        }
+    }
+
+    @Test
     void failedRefill_KeepsRetryingInTheBackground() {
         try (TicketdClient c = client(Duration.ofSeconds(10))) {
             TicketdSequence s = c.sequence("orders");

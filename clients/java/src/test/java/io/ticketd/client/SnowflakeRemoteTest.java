@@ -45,7 +45,7 @@ class SnowflakeRemoteTest {
     @Test
     void nextAndNextN_UniqueAndIncreasingWithinABatch_PrefetchAtHalf() {
         try (TicketdClient c = client(Duration.ofSeconds(5))) {
-            SnowflakeRemote r = c.snowflake("ev", 100, -1);
+            SnowflakeRemote r = c.snowflake("ev", SnowflakeOptions.builder().batch(100).build());
             Set<Long> seen = new HashSet<>();
             for (int i = 0; i < 51; i++) assertTrue(seen.add(r.next())); // crosses the low-water mark, 50 left
             TestSupport.eventually(Duration.ofSeconds(5), () -> r.stats().cached() == 49 + 100, "the next batch fetched ahead");
@@ -64,7 +64,7 @@ class SnowflakeRemoteTest {
     void clockBehind_SkipsThatNodeForRetryAfter() {
         try (TicketdClient c = client(Duration.ofSeconds(5))) {
             a.always = new StandIn.Fault(503, "clock-behind", 30, null);
-            SnowflakeRemote r = c.snowflake("ev", 10, 0);
+            SnowflakeRemote r = c.snowflake("ev", SnowflakeOptions.builder().batch(10).lowWater(0).build());
             for (int i = 0; i < 200; i++) r.next();
             assertTrue(a.snowflakeRequests.get() <= 1, "a asked " + a.snowflakeRequests + " times within its Retry-After");
             assertTrue(b.snowflakeRequests.get() >= 20);
@@ -92,13 +92,13 @@ class SnowflakeRemoteTest {
             a.snowflakeRewrite = body -> body.replace(rewrites[0], rewrites[1]);
             b.snowflakeRewrite = body -> body.replaceFirst("\\[(\\d+),", "[$1,$1,"); // a repeated ID, one too many
             try (TicketdClient quick = TicketdClient.builder().endpoints(a.url(), b.url()).callTimeout(Duration.ofMillis(300)).build()) {
-                SnowflakeRemote q = quick.snowflake("ev", 10, 0);
+                SnowflakeRemote q = quick.snowflake("ev", SnowflakeOptions.builder().batch(10).lowWater(0).build());
                 assertThrows(UnavailableException.class, q::next, "no node gives a valid batch");
                 assertTrue(q.stats().refused() >= 2, "refused " + q.stats().refused());
             }
             b.snowflakeRewrite = null;
             int aBefore = a.snowflakeRequests.get();
-            SnowflakeRemote r = c.snowflake("ev", 10, 0);
+            SnowflakeRemote r = c.snowflake("ev", SnowflakeOptions.builder().batch(10).lowWater(0).build());
             Set<Long> seen = new HashSet<>();
             for (int i = 0; i < 30; i++) assertTrue(seen.add(r.next()));
             assertEquals(a.snowflakeRequests.get() - aBefore, r.stats().refused(), "every answer of a (wrong namespace) refused");
@@ -122,7 +122,7 @@ class SnowflakeRemoteTest {
             if (calls.getAndIncrement() == 0) throw new StackOverflowError("injected");
         };
         try (TicketdClient c = client(Duration.ofMillis(500))) {
-            SnowflakeRemote r = c.snowflake("ev", 10, -1);
+            SnowflakeRemote r = c.snowflake("ev", SnowflakeOptions.builder().batch(10).build());
             TicketdException e = assertThrows(TicketdException.class, r::next);
             // The caller's own exception, caused by the background one, caused by the Error.
             assertInstanceOf(StackOverflowError.class, e.getCause().getCause(), e.toString());
