@@ -104,6 +104,7 @@ type config struct {
 	httpClient     *http.Client
 	tls            *tls.Config
 	token          string
+	tokenFunc      func(context.Context) (string, error)
 	attemptTimeout time.Duration
 	callTimeout    time.Duration
 	minBackoff     time.Duration
@@ -140,17 +141,48 @@ func WithTLSConfig(cfg *tls.Config) Option {
 // WithBearerToken sends "Authorization: Bearer <token>" with every request.
 func WithBearerToken(token string) Option {
 	return func(c *config) error {
-		if token == "" {
-			return invalidf("WithBearerToken: empty token")
-		}
-		for i := 0; i < len(token); i++ {
-			if token[i] < 0x21 || token[i] > 0x7e {
-				return invalidf("WithBearerToken: the token has byte %#x at %d; only visible ASCII is allowed", token[i], i)
-			}
+		if err := checkToken(token); err != nil {
+			return invalidf("WithBearerToken: %v", err)
 		}
 		c.token = token
 		return nil
 	}
+}
+
+// WithBearerTokenFunc sends "Authorization: Bearer <token>" with every
+// request, asking token for it each time, so that a token that rotates (a
+// file a secret manager rewrites, a vault's lease) is followed without
+// making the Client again. token must be safe for concurrent use and
+// quick: it runs before every attempt, within the attempt's timeout (ctx).
+// An error, or an answer that cannot be a token (empty, not visible
+// ASCII), fails that attempt like a node that did not answer: it is
+// retried with backoff, since a secret being rewritten or a vault briefly
+// down is usually over soon, and a call that never gets a token ends with
+// ErrUnavailable wrapping the last such failure. Exclusive with
+// WithBearerToken.
+func WithBearerTokenFunc(token func(ctx context.Context) (string, error)) Option {
+	return func(c *config) error {
+		if token == nil {
+			return invalidf("WithBearerTokenFunc: nil function")
+		}
+		c.tokenFunc = token
+		return nil
+	}
+}
+
+// checkToken refuses what cannot go in an Authorization header. Its error
+// is plain: a token function's bad answer is a failed attempt, not the
+// caller's invalid argument.
+func checkToken(token string) error {
+	if token == "" {
+		return errors.New("empty token")
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] < 0x21 || token[i] > 0x7e {
+			return fmt.Errorf("the token has byte %#x at %d; only visible ASCII is allowed", token[i], i)
+		}
+	}
+	return nil
 }
 
 // WithTimeout bounds each HTTP attempt, one endpoint once (default
@@ -220,8 +252,9 @@ type endpoint struct {
 type Client struct {
 	endpoints      []endpoint
 	http           *http.Client
-	ownTransport   *http.Transport // nil when the caller gave the HTTP client
-	auth           string          // Authorization header value, or ""
+	ownTransport   *http.Transport                       // nil when the caller gave the HTTP client
+	auth           string                                // Authorization header value, or ""
+	tokenFunc      func(context.Context) (string, error) // asked for the token before each attempt, or nil
 	attemptTimeout time.Duration
 	callTimeout    time.Duration
 	minBackoff     time.Duration
@@ -263,6 +296,9 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if cfg.token != "" && cfg.tokenFunc != nil {
+		return nil, invalidf("WithBearerToken and WithBearerTokenFunc are exclusive: give the token one way")
+	}
 	if cfg.httpClient != nil && cfg.tls != nil {
 		return nil, invalidf("WithHTTPClient and WithTLSConfig are exclusive: set TLS in your HTTP client's transport")
 	}
@@ -272,6 +308,7 @@ func New(endpoints []string, opts ...Option) (*Client, error) {
 		minBackoff:     cfg.minBackoff,
 		maxBackoff:     cfg.maxBackoff,
 		log:            cfg.log,
+		tokenFunc:      cfg.tokenFunc,
 		seqs:           map[weak.Pointer[Sequence]]struct{}{},
 	}
 	seen := map[string]bool{}
@@ -741,6 +778,18 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, method, path string, 
 	}
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
+	}
+	if c.tokenFunc != nil {
+		// A failure here is retried like a transport failure: see
+		// WithBearerTokenFunc.
+		tok, err := c.tokenFunc(ctx)
+		if err == nil {
+			err = checkToken(tok)
+		}
+		if err != nil {
+			return 0, answerMeta{}, fmt.Errorf("%s %s%s: the bearer token function: %w", method, ep.base, path, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
