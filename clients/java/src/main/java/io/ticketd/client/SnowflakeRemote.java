@@ -19,20 +19,35 @@ import java.util.function.Consumer;
  * ID already received under its worker id; a bad one is refused and the next node asked.
  * IDs of one batch increase; across batches (nodes) only uniqueness is promised.
  *
+ * <p>A batch is handed out for {@link SnowflakeOptions#maxAge()} at most (10 minutes by default,
+ * as Hazelcast's FlakeIdGenerator), counted on the monotonic clock from before its request: then
+ * what is left of it, and of a batch fetched ahead, is dropped, and the next call fetches a fresh
+ * batch. A Snowflake ID's timestamp is when a node made it; a batch kept for hours would hand out
+ * hours-old timestamps, against what a time-sortable ID promises.
+ *
  * <p>{@link TicketdClient#snowflake} gives one handle per namespace and client, shared by every
  * caller; tuned by {@link SnowflakeOptions}. It is not {@link AutoCloseable}: the client owns it and
  * closes it; {@link #close()} is there to let go of a namespace for good, for every holder.
  */
 public final class SnowflakeRemote {
-    /** A batch: ids[0..n) cut by the block's counter. */
+    /** A batch: ids[0..n) cut by the block's counter, handed out until expiresAt. */
     static final class Batch {
         final TicketdSequence.Block block;
         final long[] ids;
+        /** System.nanoTime() past which the batch is too old to hand out (its request + maxAge). */
+        final long expiresAt;
 
-        Batch(long[] ids, long trigger) {
+        Batch(long[] ids, long trigger, long expiresAt) {
             this.block = new TicketdSequence.Block(0, ids.length, trigger);
             this.ids = ids;
+            this.expiresAt = expiresAt;
         }
+
+        /** No IDs: the state before the first fetch and after close. */
+        static Batch empty() { return new Batch(new long[0], -1, System.nanoTime()); }
+
+        /** Whether it may still be handed out at now (System.nanoTime(); compared by difference, which wraps safely). */
+        boolean fresh(long now) { return now - expiresAt < 0; }
     }
 
     static final class Fetch {
@@ -49,8 +64,9 @@ public final class SnowflakeRemote {
     private final SnowflakeOptions options;
     private final int batch;
     private final int lowWater;
+    private final long maxAgeNanos;
 
-    private volatile Batch cur = new Batch(new long[0], -1);
+    private volatile Batch cur = Batch.empty();
 
     private final java.util.concurrent.locks.ReentrantLock lock = new java.util.concurrent.locks.ReentrantLock();
     private Batch nxt;
@@ -63,6 +79,7 @@ public final class SnowflakeRemote {
     private long failures;
     private long refused;
     private long waits;
+    private long expired;
 
     SnowflakeRemote(TicketdClient client, String ns, SnowflakeOptions options) {
         this.client = client;
@@ -71,6 +88,7 @@ public final class SnowflakeRemote {
         this.options = options;
         this.batch = options.batch();
         this.lowWater = options.lowWater();
+        this.maxAgeNanos = options.maxAge().toNanos();
         this.skipUntil = new long[client.endpoints.size()];
         this.rr = ThreadLocalRandom.current().nextInt(client.endpoints.size()); // spread many processes' first fetches
     }
@@ -80,15 +98,20 @@ public final class SnowflakeRemote {
     /** The options the handle was made with. */
     public SnowflakeOptions options() { return options; }
 
-    /** One ID: an atomic add while IDs are buffered; else waits up to the call timeout. */
+    /**
+     * One ID: a clock read and an atomic add while IDs are buffered (and their batch is younger
+     * than maxAge); else waits up to the call timeout.
+     */
     public long next() {
         Batch b = cur;
-        long i = b.block.getAndAdd(1);
-        if (i >= 0 && i < b.block.n) {
-            if (i == b.block.trigger) prefetch();
-            return b.ids[(int) i];
+        if (b.fresh(System.nanoTime())) {
+            long i = b.block.getAndAdd(1);
+            if (i >= 0 && i < b.block.n) {
+                if (i == b.block.trigger) prefetch();
+                return b.ids[(int) i];
+            }
+            b.block.usedUp(i);
         }
-        b.block.usedUp(i);
         return takeSlow(1, new long[1], 0)[0];
     }
 
@@ -99,7 +122,7 @@ public final class SnowflakeRemote {
         }
         long[] out = new long[n];
         Batch b = cur;
-        Range r = b.block.take(n);
+        Range r = b.fresh(System.nanoTime()) ? b.block.take(n) : null;
         int got = 0;
         if (r != null) {
             if (b.block.crossesTrigger(r)) prefetch();
@@ -168,6 +191,7 @@ public final class SnowflakeRemote {
 
     /** Copies up to want IDs into out at filled, moving to the batch fetched ahead when needed; 0 if none. */
     private int takeLocked(long want, long[] out, int filled) {
+        dropExpiredLocked(System.nanoTime());
         while (true) {
             Batch b = cur;
             Range r = b.block.take(want);
@@ -181,6 +205,23 @@ public final class SnowflakeRemote {
             nxt = null;
             nb.block.trigger = lowWater > 0 ? Math.max(nb.block.n - lowWater, 0) : -1;
             cur = nb;
+        }
+    }
+
+    /**
+     * Drops the batches too old to hand out, current and fetched ahead: an ID's timestamp is when a
+     * node made it, and a time-sortable ID handed out long after would break what it promises. The
+     * next take then fetches a fresh batch (and waits for it).
+     */
+    private void dropExpiredLocked(long now) {
+        Batch b = cur;
+        if (!b.fresh(now) && b.block.remaining() > 0) {
+            expired += b.block.remaining();
+            cur = Batch.empty();
+        }
+        if (nxt != null && !nxt.fresh(now)) {
+            expired += nxt.block.n;
+            nxt = null;
         }
     }
 
@@ -269,6 +310,8 @@ public final class SnowflakeRemote {
                 if (skipped(idx) > 0) continue;
                 if (client.isClosed() || isClosed()) throw new ClosedException("ticketd: client closed");
                 TicketdClient.Answer a;
+                // The batch's age counts from before its request: its IDs can be no older.
+                long sentAt = System.nanoTime();
                 try {
                     a = client.attempt(eps.get(idx), "POST", path, body, client.attemptNanos);
                 } catch (TicketdClient.TransportFailure tf) {
@@ -278,7 +321,7 @@ public final class SnowflakeRemote {
                 }
                 if (a.status() / 100 == 2) {
                     try {
-                        return accept(idx, a, count);
+                        return accept(idx, a, count, sentAt + maxAgeNanos);
                     } catch (TicketdException e) {
                         onFailure.accept(e);
                         continue;
@@ -333,7 +376,7 @@ public final class SnowflakeRemote {
     }
 
     /** Checks a node's answer as the Go SDK's accept(): namespace, count, increasing, above the worker's last. */
-    private Batch accept(int idx, TicketdClient.Answer a, int count) {
+    private Batch accept(int idx, TicketdClient.Answer a, int count, long expiresAt) {
         String base = a.endpoint().base();
         long[] ids;
         long worker;
@@ -371,7 +414,7 @@ public final class SnowflakeRemote {
         } finally {
             lock.unlock();
         }
-        return new Batch(ids, -1);
+        return new Batch(ids, -1, expiresAt);
     }
 
     private TicketdException refuse(String base, String why) {
@@ -400,7 +443,7 @@ public final class SnowflakeRemote {
         try {
             closed = true;
             nxt = null;
-            cur = new Batch(new long[0], -1);
+            cur = Batch.empty();
         } finally {
             lock.unlock();
         }
@@ -436,13 +479,17 @@ public final class SnowflakeRemote {
         }
     }
 
-    public record Stats(long cached, boolean fetching, long fetches, long failures, long refused, long waits, int batch) {}
+    /**
+     * A snapshot of the buffer and its counters; {@code expired}: IDs dropped unused because their
+     * batch outlived {@link SnowflakeOptions#maxAge()}.
+     */
+    public record Stats(long cached, boolean fetching, long fetches, long failures, long refused, long waits, long expired, int batch) {}
 
     public Stats stats() {
         lock.lock();
         try {
             long cached = cur.block.remaining() + (nxt == null ? 0 : nxt.block.n);
-            return new Stats(cached, inflight != null, fetches, failures, refused, waits, batch);
+            return new Stats(cached, inflight != null, fetches, failures, refused, waits, expired, batch);
         } finally {
             lock.unlock();
         }

@@ -357,6 +357,9 @@ class ClientTest {
         assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().batch(10_001).build());
         assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().batch(10).lowWater(11).build());
         assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().lowWater(-1).build());
+        assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().maxAge(Duration.ofMillis(99)).build());
+        assertThrows(InvalidArgumentException.class, () -> SnowflakeOptions.builder().maxAge(null).build());
+        assertEquals(Duration.ofMinutes(10), SnowflakeOptions.defaults().maxAge());
         assertEquals(5, SnowflakeOptions.builder().batch(10).build().lowWater(), "half the batch, whatever the batch");
         assertThrows(InvalidArgumentException.class, () -> SequenceSettings.builder().start(0).build());
         assertThrows(InvalidArgumentException.class, () -> SequenceSettings.builder().start(10).max(9).build());

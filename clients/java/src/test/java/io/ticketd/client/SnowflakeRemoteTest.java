@@ -60,6 +60,35 @@ class SnowflakeRemoteTest {
         }
     }
 
+    /**
+     * A Snowflake ID's timestamp is when a node made it: a batch kept for hours would hand out
+     * hours-old timestamps. Past maxAge (from its request, on the monotonic clock) what is left of
+     * the current batch, and the batch fetched ahead, are dropped and a fresh batch fetched.
+     */
+    @Test
+    void batchesOlderThanMaxAge_AreDropped_AFreshOneFetched() throws Exception {
+        try (TicketdClient c = client(Duration.ofSeconds(5))) {
+            SnowflakeRemote r = c.snowflake("ev", SnowflakeOptions.builder().batch(10).lowWater(0).maxAge(Duration.ofMillis(300)).build());
+            long first = r.next();
+            long second = r.next();
+            assertEquals((first >> 10) + 1, second >> 10, "within maxAge: the same batch");
+            Thread.sleep(400);
+            long third = r.next();
+            assertEquals(2, a.snowflakeRequests.get() + b.snowflakeRequests.get(), "past maxAge: a fresh batch fetched");
+            assertEquals((first >> 10) + 10, third >> 10, "the first ID of the next batch the cluster made");
+            assertEquals(8, r.stats().expired(), "the 8 IDs left of the old batch dropped");
+
+            // The batch fetched ahead ages too: lowWater 10 fetches the next batch at once.
+            backend.namespace("ahead");
+            SnowflakeRemote ahead = c.snowflake("ahead", SnowflakeOptions.builder().batch(10).lowWater(10).maxAge(Duration.ofMillis(300)).build());
+            ahead.next();
+            TestSupport.eventually(Duration.ofSeconds(5), () -> ahead.stats().cached() == 19, "a batch fetched ahead");
+            Thread.sleep(400);
+            ahead.next();
+            assertEquals(9 + 10, ahead.stats().expired(), "both batches dropped");
+        }
+    }
+
     @Test
     void clockBehind_SkipsThatNodeForRetryAfter() {
         try (TicketdClient c = client(Duration.ofSeconds(5))) {
