@@ -65,6 +65,7 @@ public final class SnowflakeRemote {
     private final int batch;
     private final int lowWater;
     private final long maxAgeNanos;
+    private final FailureStreak streak;
 
     private volatile Batch cur = Batch.empty();
 
@@ -89,6 +90,7 @@ public final class SnowflakeRemote {
         this.batch = options.batch();
         this.lowWater = options.lowWater();
         this.maxAgeNanos = options.maxAge().toNanos();
+        this.streak = new FailureStreak("fetching Snowflake IDs of \"" + ns + "\"");
         this.skipUntil = new long[client.endpoints.size()];
         this.rr = ThreadLocalRandom.current().nextInt(client.endpoints.size()); // spread many processes' first fetches
     }
@@ -258,6 +260,7 @@ public final class SnowflakeRemote {
             } finally {
                 lock.unlock();
             }
+            streak.failed(e, true);
         };
         RuntimeException err = null;
         Error fatal = null;
@@ -286,6 +289,12 @@ public final class SnowflakeRemote {
             lock.unlock();
         }
         f.done.countDown();
+        // Logged after the waiters are released: a slow log handler delays no caller.
+        if (err == null) {
+            streak.succeeded();
+        } else {
+            streak.failed(err, false);
+        }
         if (fatal != null) throw fatal; // reported, and still the thread's to die of
     }
 

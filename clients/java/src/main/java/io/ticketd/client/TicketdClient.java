@@ -30,6 +30,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 
@@ -73,7 +74,7 @@ public final class TicketdClient implements AutoCloseable {
     /** The executor's threads: close() joins them, as awaitTermination returns before they have ended. */
     private final Set<Thread> httpThreads = ConcurrentHashMap.newKeySet();
     private final AtomicInteger httpThreadSeq = new AtomicInteger();
-    private final String auth;
+    private final BearerToken token;
     final long attemptNanos;
     final long callNanos;
     final long minBackoffNanos;
@@ -94,7 +95,7 @@ public final class TicketdClient implements AutoCloseable {
 
     private TicketdClient(Builder b, List<Endpoint> eps, SSLContext ssl) {
         this.endpoints = List.copyOf(eps);
-        this.auth = b.token == null || b.token.isEmpty() ? null : "Bearer " + b.token;
+        this.token = b.token;
         this.attemptNanos = b.attemptTimeout.toNanos();
         this.callNanos = b.callTimeout.toNanos();
         this.minBackoffNanos = b.minBackoff.toNanos();
@@ -151,7 +152,10 @@ public final class TicketdClient implements AutoCloseable {
     /** Options of a client. Every setter validates; {@link #build()} throws {@link InvalidArgumentException}. */
     public static final class Builder {
         private final List<String> endpoints = new ArrayList<>();
-        private String token = System.getenv("TICKETD_TOKEN");
+        /** A fixed token (checked at build) or a supplier; the fixed one defaults to TICKETD_TOKEN. */
+        private String fixedToken = System.getenv("TICKETD_TOKEN");
+        private Supplier<String> tokenSupplier;
+        private BearerToken token;
         private Path caFile = envPath("TICKETD_CA");
         private Path certFile;
         private Path keyFile;
@@ -178,9 +182,28 @@ public final class TicketdClient implements AutoCloseable {
             return this;
         }
 
-        /** {@code Authorization: Bearer <token>} on every request (visible ASCII). Default: TICKETD_TOKEN. */
+        /**
+         * {@code Authorization: Bearer <token>} on every request (visible ASCII; null or "": none).
+         * Default: TICKETD_TOKEN. Replaces a supplier set before.
+         */
         public Builder bearerToken(String token) {
-            this.token = token;
+            this.fixedToken = token;
+            this.tokenSupplier = null;
+            return this;
+        }
+
+        /**
+         * A token that rotates: {@code supplier} is asked on every request (retries included), so a
+         * new token is sent from the next request on. Make it cheap (read a field your rotation
+         * updates), not a file read: it runs on every call that goes to the network. A null, blank
+         * or non-ASCII answer fails that call with {@link InvalidArgumentException} naming what is
+         * wrong (not sent, not retried); an exception it throws, with {@link TicketdException}.
+         * Replaces a fixed token set before (and TICKETD_TOKEN).
+         */
+        public Builder bearerToken(Supplier<String> supplier) {
+            if (supplier == null) throw new InvalidArgumentException("bearer token supplier is null; pass bearerToken((String) null) for no token");
+            this.tokenSupplier = supplier;
+            this.fixedToken = null;
             return this;
         }
 
@@ -239,14 +262,7 @@ public final class TicketdClient implements AutoCloseable {
                 https |= e.base.startsWith("https:");
                 if (seen.add(e.base)) eps.add(e);
             }
-            if (token != null && !token.isEmpty()) {
-                for (int i = 0; i < token.length(); i++) {
-                    char c = token.charAt(i);
-                    if (c < 0x21 || c > 0x7e) {
-                        throw new InvalidArgumentException("bearer token has character U+" + Integer.toHexString(c) + " at " + i + "; only visible ASCII is allowed");
-                    }
-                }
-            }
+            token = tokenSupplier != null ? BearerToken.supplied(tokenSupplier) : BearerToken.fixed(fixedToken);
             Durations.requirePositive("attemptTimeout", attemptTimeout);
             Durations.requirePositive("callTimeout", callTimeout);
             Durations.requirePositive("backoff min", minBackoff);
@@ -658,6 +674,7 @@ public final class TicketdClient implements AutoCloseable {
         } else {
             rb.method(method, HttpRequest.BodyPublishers.noBody());
         }
+        String auth = token.header(); // a supplier's answer, asked per request
         if (auth != null) rb.header("Authorization", auth);
         HttpClient h = http;
         if (h == null) throw new ClosedException("ticketd: client closed");

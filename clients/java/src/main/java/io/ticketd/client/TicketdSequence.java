@@ -126,6 +126,7 @@ public final class TicketdSequence {
     private long retired;
     private final SequenceOptions options;
     private final Sizer sizer;
+    private final FailureStreak streak;
     private boolean ranDry;
     private long lastSize;
     private long refills;
@@ -139,6 +140,7 @@ public final class TicketdSequence {
         this.name = name;
         this.options = options;
         this.sizer = new Sizer(options.coverage().toNanos() / 1e9, options.minRange(), options.maxRange());
+        this.streak = new FailureStreak("refilling sequence \"" + name + "\"");
     }
 
     public String name() { return name; }
@@ -312,6 +314,7 @@ public final class TicketdSequence {
             } finally {
                 lock.unlock();
             }
+            streak.failed(e, true);
         };
         while (true) {
             try {
@@ -363,6 +366,12 @@ public final class TicketdSequence {
             lock.unlock();
         }
         a.done.countDown();
+        // Logged after the waiters are released: a slow log handler delays no caller.
+        if (err == null) {
+            streak.succeeded();
+        } else {
+            streak.failed(err, false);
+        }
     }
 
     /** Drops the cache; every later call throws ClosedException. */

@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -221,6 +222,38 @@ class ClientTest {
         try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).bearerToken("s3cret").build()) {
             assertEquals(1, c.reserve("orders", 1).first());
         }
+    }
+
+    /** A token supplier is asked per request, so that the token rotates with the application's. */
+    @Test
+    void bearerTokenSupplier_AskedPerRequest_TokensRotate() {
+        backend.token = "one";
+        AtomicReference<String> current = new AtomicReference<>("one");
+        AtomicInteger asked = new AtomicInteger();
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).bearerToken(() -> {
+            asked.incrementAndGet();
+            return current.get();
+        }).build()) {
+            assertEquals(0, asked.get(), "not asked before a request");
+            assertEquals(1, c.reserve("orders", 1).first());
+            backend.token = "two"; // the cluster rotates...
+            assertThrows(UnauthorizedException.class, () -> c.reserve("orders", 1));
+            current.set("two"); // ...and the application's supplier follows
+            assertEquals(2, c.reserve("orders", 1).first());
+            assertEquals(3, asked.get(), "once per request");
+            int sent = a.requests.get();
+            current.set(null);
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 1));
+            assertTrue(e.getMessage().contains("supplier returned null"), e.getMessage());
+            current.set(" \t");
+            e = assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 1));
+            assertTrue(e.getMessage().contains("supplier returned a blank token"), e.getMessage());
+            current.set("t\u00e9");
+            e = assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 1));
+            assertTrue(e.getMessage().contains("U+00E9 at 1"), e.getMessage());
+            assertEquals(sent, a.requests.get(), "nothing sent with a bad token");
+        }
+        assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().bearerToken((java.util.function.Supplier<String>) null));
     }
 
     @Test

@@ -15,6 +15,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Level;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -99,8 +101,8 @@ class SequenceTest {
     }
 
     @Test
-    void failedRefill_KeepsRetryingInTheBackground() {
-        try (TicketdClient c = client(Duration.ofSeconds(10))) {
+    void failedRefill_KeepsRetryingInTheBackground_LoggedOncePerStreak() {
+        try (LogCapture log = new LogCapture(); TicketdClient c = client(Duration.ofSeconds(10))) {
             TicketdSequence s = c.sequence("orders");
             assertEquals(1, s.next());
             TestSupport.eventually(Duration.ofSeconds(5), () -> s.stats().refills() == 2, "prefetch");
@@ -110,10 +112,47 @@ class SequenceTest {
             for (long i = 0; i < cached; i++) s.next(); // swaps in range 2: its refill starts and fails
             TestSupport.eventually(Duration.ofSeconds(5), () -> a.requests.get() + b.requests.get() > 10, "retries");
             assertTrue(s.stats().refilling(), "still refilling after failures");
+            assertEquals(1, log.at(Level.WARNING).size(), "one WARNING for the streak, not one per retry: " + log.at(Level.WARNING));
+            assertTrue(log.at(Level.WARNING).get(0).contains("refilling sequence \"orders\" in the background failed, retrying"), log.at(Level.WARNING).get(0));
+            assertTrue(log.at(Level.FINE).size() >= 5, "each further failure at DEBUG: " + log.at(Level.FINE).size());
+            assertEquals(List.of(), log.at(Level.INFO));
             a.always = null;
             b.always = null;
             TestSupport.eventually(Duration.ofSeconds(5), () -> s.stats().refills() == 3, "the refill recovered by itself");
             assertEquals(cached + 2, s.next());
+            TestSupport.eventually(Duration.ofSeconds(5), () -> log.at(Level.INFO).size() == 1, "recovery logged at INFO");
+            assertTrue(log.at(Level.INFO).get(0).contains("succeeds again, after"), log.at(Level.INFO).get(0));
+            assertEquals(1, log.at(Level.WARNING).size());
+        }
+    }
+
+    /**
+     * The issue's case: the cluster's token rotates; the background refill's 401 is logged (a
+     * WARNING, once, before any caller runs dry), callers get UnauthorizedException once the cache
+     * is empty, and when the application's token supplier follows, the refill recovers (INFO).
+     */
+    @Test
+    void tokenRotation_RefillsFailingWith401_WarnedOnce_RecoveredWithTheSupplier() {
+        backend.token = "one";
+        AtomicReference<String> token = new AtomicReference<>("one");
+        try (LogCapture log = new LogCapture();
+             TicketdClient c = TicketdClient.builder().endpoints(a.url(), b.url()).bearerToken(token::get)
+                 .callTimeout(Duration.ofSeconds(5)).backoff(Duration.ofMillis(5), Duration.ofMillis(40)).build()) {
+            TicketdSequence s = c.sequence("orders");
+            assertEquals(1, s.next());
+            TestSupport.eventually(Duration.ofSeconds(5), () -> s.stats().refills() == 2, "prefetch");
+            backend.token = "two";
+            long cached = s.stats().cached();
+            for (long i = 0; i < cached; i++) s.next(); // swaps in range 2: its refill gets a 401
+            TestSupport.eventually(Duration.ofSeconds(5), () -> log.at(Level.WARNING).size() == 1, "the 401 logged while IDs were cached");
+            assertTrue(log.at(Level.WARNING).get(0).contains("401"), log.at(Level.WARNING).get(0));
+            assertThrows(UnauthorizedException.class, s::next); // dry: a new refill, another 401
+            assertThrows(UnauthorizedException.class, s::next);
+            assertEquals(1, log.at(Level.WARNING).size(), "one WARNING for the streak");
+            token.set("two");
+            assertEquals(cached + 2, s.next());
+            TestSupport.eventually(Duration.ofSeconds(5), () -> log.at(Level.INFO).size() == 1, "recovery logged");
+            assertTrue(log.at(Level.INFO).get(0).contains("after 3 failures"), log.at(Level.INFO).get(0));
         }
     }
 
