@@ -13,12 +13,13 @@ import socket
 import ssl
 import threading
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Set, Tuple
 from urllib.parse import urlsplit
 
+from ._deadline_http import DeadlineConnection
 from .errors import InvalidArgument
 
-_Conn = Union[http.client.HTTPConnection, http.client.HTTPSConnection]
+_Conn = DeadlineConnection
 
 # An answer larger than this is refused: ticketd's answers are small.
 MAX_ANSWER_BYTES = 1 << 20
@@ -74,13 +75,14 @@ class Pool:
         self._busy: Set[_Conn] = set()
         self._closed = False
 
-    def _dial(self, ep: Endpoint, timeout: float) -> _Conn:
+    def _dial(self, ep: Endpoint) -> _Conn:
+        # Not connected yet: the attempt connects, within its deadline.
+        tls = None
         if ep.scheme == "https":
-            ctx = self._ssl or ssl.create_default_context()
-            return http.client.HTTPSConnection(ep.host, ep.port, timeout=timeout, context=ctx)
-        return http.client.HTTPConnection(ep.host, ep.port, timeout=timeout)
+            tls = self._ssl or ssl.create_default_context()
+        return DeadlineConnection(ep.host, ep.port, tls, ep.base)
 
-    def _take(self, ep: Endpoint, timeout: float) -> Tuple[_Conn, bool]:
+    def _take(self, ep: Endpoint) -> Tuple[_Conn, bool]:
         with self._lock:
             if self._closed:
                 # A thread that raced close() must not dial and block it for an attempt timeout.
@@ -89,11 +91,8 @@ class Pool:
             conn = idle.pop() if idle else None
             reused = conn is not None
             if conn is None:
-                conn = self._dial(ep, timeout)
+                conn = self._dial(ep)
             self._busy.add(conn)
-        conn.timeout = timeout
-        if conn.sock is not None:
-            conn.sock.settimeout(timeout)
         return conn, reused
 
     def _give_back(self, ep: Endpoint, conn: _Conn, keep: bool) -> None:
@@ -112,22 +111,17 @@ class Pool:
         OSError or http.client.HTTPException on transport failures (timeouts
         included)."""
         # The timeout bounds the exchange, not each socket operation: a node
-        # that trickles its answer a byte at a time must not hold the call.
+        # that trickles its answer (status line, headers or body) a byte at
+        # a time must not hold the call (DeadlineConnection).
         deadline = time.monotonic() + timeout
-
-        def left() -> float:
-            r = deadline - time.monotonic()
-            if r <= 0:
-                raise socket.timeout(f"{ep.base}: no whole answer within {timeout:.3g} s")
-            return r
-
         for first_try in (True, False):
-            conn, reused = self._take(ep, left())
+            conn, reused = self._take(ep)
+            conn.start(deadline, timeout)
             keep = False
             try:
                 conn.request(method, path, body=body, headers=dict(headers))
                 resp = conn.getresponse()
-                data = _read_body(conn, resp, left, ep)
+                data = _read_body(resp, ep)
                 keep = not resp.will_close
                 return Answer(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
             except _STALE:
@@ -169,15 +163,14 @@ class Pool:
                     pass
 
 
-def _read_body(conn: _Conn, resp: http.client.HTTPResponse, left: Callable[[], float], ep: Endpoint) -> bytes:
-    """The answer's body, at most MAX_ANSWER_BYTES, read before the exchange's
-    deadline: each read waits at most the time left (read1: whatever one read
-    of the socket brings, where read(n) would wait for all n bytes)."""
+def _read_body(resp: http.client.HTTPResponse, ep: Endpoint) -> bytes:
+    """The answer's body, at most MAX_ANSWER_BYTES. Each read waits only for
+    the time left before the attempt's deadline (DeadlineConnection); read1:
+    whatever one read of the socket brings, where read(n) would wait for
+    all n bytes."""
     chunks: List[bytes] = []
     total = 0
     while True:
-        if conn.sock is not None:
-            conn.sock.settimeout(left())
         chunk = resp.read1(65536)
         if not chunk:
             # Closed, as read() closes it at the end: the connection takes
