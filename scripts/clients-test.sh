@@ -50,6 +50,7 @@ for l in "${langs[@]}"; do
 	java)
 		echo "== clients-test: Java (JUnit 5 through Maven, Debian's repository)"
 		clients/java/build.sh test
+		clients/java/build.sh release # the jar, sources and javadoc jars a release would ship, checked (issue 46)
 		;;
 	*)
 		echo "clients-test: unknown language '$l' (python, java)" >&2

@@ -28,18 +28,19 @@ public final class SequenceOptions {
         this.maxRange = b.maxRange;
     }
 
-    /** Coverage 10 s, ranges of 1,000 to 10,000,000 IDs. */
+    /** {@return the defaults: coverage 10 s, ranges of 1,000 to 10,000,000 IDs} */
     public static SequenceOptions defaults() { return DEFAULTS; }
 
+    /** {@return a builder, with the defaults until set} */
     public static Builder builder() { return new Builder(); }
 
-    /** The outage the cache should ride out at the observed rate. */
+    /** {@return the outage the cache should ride out at the observed rate} */
     public Duration coverage() { return coverage; }
 
-    /** The fewest IDs a range is reserved with. */
+    /** {@return the fewest IDs a range is reserved with} */
     public long minRange() { return minRange; }
 
-    /** The most IDs a range is reserved with. */
+    /** {@return the most IDs a range is reserved with} */
     public long maxRange() { return maxRange; }
 
     /** What differs from the earlier options, "" if nothing: for the error of a second, other handle. */
@@ -70,24 +71,45 @@ public final class SequenceOptions {
 
         private Builder() {}
 
-        /** The outage the cache should ride out at the observed rate. Positive. Default 10 s. */
+        /**
+         * The outage the cache should ride out at the observed rate. Default 10 s.
+         *
+         * @param d a positive duration
+         * @return this builder
+         */
         public Builder coverage(Duration d) {
             this.coverage = d;
             return this;
         }
 
-        /** The fewest IDs a range is reserved with, 1 to maxRange. Default 1,000. */
+        /**
+         * The fewest IDs a range is reserved with. Default 1,000.
+         *
+         * @param n 1 to maxRange
+         * @return this builder
+         */
         public Builder minRange(long n) {
             this.minRange = n;
             return this;
         }
 
-        /** The most IDs a range is reserved with, minRange to 10,000,000. Default 10,000,000. */
+        /**
+         * The most IDs a range is reserved with. Default 10,000,000.
+         *
+         * @param n minRange to 10,000,000
+         * @return this builder
+         */
         public Builder maxRange(long n) {
             this.maxRange = n;
             return this;
         }
 
+        /**
+         * Checks the options.
+         *
+         * @return the options
+         * @throws InvalidArgumentException naming the option out of bounds
+         */
         public SequenceOptions build() {
             Durations.requirePositive("coverage", coverage);
             if (minRange < 1 || minRange > maxRange || maxRange > TicketdClient.MAX_RESERVE_COUNT) {

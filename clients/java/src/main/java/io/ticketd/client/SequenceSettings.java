@@ -18,15 +18,16 @@ public final class SequenceSettings {
         this.max = max;
     }
 
-    /** Both bounds the server's defaults. */
+    /** {@return settings with both bounds the server's defaults} */
     public static SequenceSettings defaults() { return DEFAULTS; }
 
+    /** {@return a builder, with no bound set} */
     public static Builder builder() { return new Builder(); }
 
-    /** The first ID, if set. */
+    /** {@return the first ID, if set} */
     public OptionalLong start() { return start; }
 
-    /** The largest ID, if set. */
+    /** {@return the largest ID, if set} */
     public OptionalLong max() { return max; }
 
     /** The request's JSON body: the bounds set, and only those. */
@@ -47,18 +48,34 @@ public final class SequenceSettings {
 
         private Builder() {}
 
-        /** The first ID, at least 1. Default: the server's, 1. */
+        /**
+         * The first ID. Default: the server's, 1.
+         *
+         * @param first at least 1
+         * @return this builder
+         */
         public Builder start(long first) {
             this.start = OptionalLong.of(first);
             return this;
         }
 
-        /** The largest ID, at least start. Default: the server's, 2^63-1. */
+        /**
+         * The largest ID. Default: the server's, 2^63-1.
+         *
+         * @param last at least start
+         * @return this builder
+         */
         public Builder max(long last) {
             this.max = OptionalLong.of(last);
             return this;
         }
 
+        /**
+         * Checks the bounds.
+         *
+         * @return the settings
+         * @throws InvalidArgumentException when a bound is out of range
+         */
         public SequenceSettings build() {
             if (start.isPresent() && start.getAsLong() < 1) throw new InvalidArgumentException("start must be at least 1, got " + start.getAsLong());
             if (max.isPresent() && max.getAsLong() < start.orElse(1)) {

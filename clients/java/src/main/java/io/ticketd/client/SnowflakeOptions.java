@@ -28,20 +28,22 @@ public final class SnowflakeOptions {
         this.maxAge = maxAge;
     }
 
-    /** Batches of 256, the next fetched when 128 are left, each handed out for 10 minutes at most. */
+    /** {@return the defaults: batches of 256, the next fetched when 128 are left, each handed out for 10 minutes at most} */
     public static SnowflakeOptions defaults() { return DEFAULTS; }
 
+    /** {@return a builder, with the defaults until set} */
     public static Builder builder() { return new Builder(); }
 
-    /** IDs asked of a node at once. */
+    /** {@return how many IDs are asked of a node at once} */
     public int batch() { return batch; }
 
-    /** The next batch is fetched when fewer than this many are left; 0: only when empty. */
+    /** {@return the low-water mark: the next batch is fetched when fewer than this many are left; 0: only when empty} */
     public int lowWater() { return lowWater; }
 
     /**
-     * How long after its request a batch may be handed out: then what is left of it is dropped and
-     * a fresh batch fetched, so that an ID's timestamp is never older than this when handed out.
+     * {@return how long after its request a batch may be handed out} Then what is left of it is
+     * dropped and a fresh batch fetched, so that an ID's timestamp is never older than this when
+     * handed out.
      */
     public Duration maxAge() { return maxAge; }
 
@@ -74,13 +76,23 @@ public final class SnowflakeOptions {
 
         private Builder() {}
 
-        /** IDs asked of a node at once, 1 to 10,000. Default 256. */
+        /**
+         * How many IDs are asked of a node at once. Default 256.
+         *
+         * @param n 1 to 10,000
+         * @return this builder
+         */
         public Builder batch(int n) {
             this.batch = n;
             return this;
         }
 
-        /** Fetch the next batch when fewer than n are left, 0 to the batch; 0: only when empty. Default half the batch. */
+        /**
+         * Fetch the next batch when fewer than n are left. Default: half the batch.
+         *
+         * @param n 0 to the batch; 0: only when empty
+         * @return this builder
+         */
         public Builder lowWater(int n) {
             this.lowWater = n;
             return this;
@@ -90,12 +102,21 @@ public final class SnowflakeOptions {
          * How long after its request a batch may be handed out (measured on the monotonic clock,
          * System.nanoTime); then what is left is dropped and a fresh batch fetched. At least
          * 100 ms, and best well above a fetch's round trip. Default 10 minutes.
+         *
+         * @param d 100 ms to 365 days
+         * @return this builder
          */
         public Builder maxAge(Duration d) {
             this.maxAge = d;
             return this;
         }
 
+        /**
+         * Checks the options.
+         *
+         * @return the options
+         * @throws InvalidArgumentException naming the option out of bounds
+         */
         public SnowflakeOptions build() {
             if (batch < 1 || batch > TicketdClient.MAX_SNOWFLAKE_IDS) {
                 throw new InvalidArgumentException("batch must be between 1 and " + TicketdClient.MAX_SNOWFLAKE_IDS + ", got " + batch);

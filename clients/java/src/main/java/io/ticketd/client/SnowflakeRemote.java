@@ -95,14 +95,17 @@ public final class SnowflakeRemote {
         this.rr = ThreadLocalRandom.current().nextInt(client.endpoints.size()); // spread many processes' first fetches
     }
 
+    /** {@return the namespace's name} */
     public String namespace() { return ns; }
 
-    /** The options the handle was made with. */
+    /** {@return the options the handle was made with} */
     public SnowflakeOptions options() { return options; }
 
     /**
      * One ID: a clock read and an atomic add while IDs are buffered (and their batch is younger
      * than maxAge); else waits up to the call timeout.
+     *
+     * @return the next ID
      */
     public long next() {
         Batch b = cur;
@@ -117,7 +120,12 @@ public final class SnowflakeRemote {
         return takeSlow(1, new long[1], 0)[0];
     }
 
-    /** n IDs (1 to 10,000), increasing within each batch they come from. */
+    /**
+     * n IDs at once, increasing within each batch they come from.
+     *
+     * @param n how many IDs, 1 to 10,000
+     * @return the IDs
+     */
     public long[] nextN(int n) {
         if (n < 1 || n > TicketdClient.MAX_SNOWFLAKE_IDS) {
             throw new InvalidArgumentException("nextN: n must be between 1 and " + TicketdClient.MAX_SNOWFLAKE_IDS + ", got " + n);
@@ -489,11 +497,21 @@ public final class SnowflakeRemote {
     }
 
     /**
-     * A snapshot of the buffer and its counters; {@code expired}: IDs dropped unused because their
-     * batch outlived {@link SnowflakeOptions#maxAge()}.
+     * A snapshot of the buffer and its counters.
+     *
+     * @param cached IDs buffered: what is left of the current batch, and the batch fetched ahead
+     * @param fetching whether a fetch is in flight
+     * @param fetches batches received
+     * @param failures failed attempts of fetches (retried)
+     * @param refused answers refused (wrong namespace or count, IDs not increasing or not above
+     *     those already received under their worker id)
+     * @param waits calls that waited for a fetch (the buffer empty)
+     * @param expired IDs dropped unused because their batch outlived {@link SnowflakeOptions#maxAge()}
+     * @param batch the batch size
      */
     public record Stats(long cached, boolean fetching, long fetches, long failures, long refused, long waits, long expired, int batch) {}
 
+    /** {@return a snapshot of the buffer and its counters} */
     public Stats stats() {
         lock.lock();
         try {

@@ -146,10 +146,10 @@ public final class TicketdClient implements AutoCloseable {
         }
     }
 
-    /** A builder whose endpoints, token and CA default to TICKETD_ADDR, TICKETD_TOKEN, TICKETD_CA. */
+    /** {@return a builder whose endpoints, token and CA default to TICKETD_ADDR, TICKETD_TOKEN, TICKETD_CA} */
     public static Builder builder() { return new Builder(); }
 
-    /** Options of a client. Every setter validates; {@link #build()} throws {@link InvalidArgumentException}. */
+    /** Options of a client; {@link #build()} checks them and throws {@link InvalidArgumentException}. */
     public static final class Builder {
         private final List<String> endpoints = new ArrayList<>();
         /** A fixed token (checked at build) or a supplier; the fixed one defaults to TICKETD_TOKEN. */
@@ -172,7 +172,12 @@ public final class TicketdClient implements AutoCloseable {
             return v == null || v.isBlank() ? null : Path.of(v);
         }
 
-        /** Base URLs ({@code http(s)://host:port}); each may be a comma-separated list. Default: TICKETD_ADDR. */
+        /**
+         * Base URLs of the nodes. Default: TICKETD_ADDR.
+         *
+         * @param urls {@code http(s)://host:port}, each possibly a comma-separated list
+         * @return this builder
+         */
         public Builder endpoints(String... urls) {
             for (String u : urls) {
                 for (String part : u.split(",")) {
@@ -185,6 +190,9 @@ public final class TicketdClient implements AutoCloseable {
         /**
          * {@code Authorization: Bearer <token>} on every request (visible ASCII; null or "": none).
          * Default: TICKETD_TOKEN. Replaces a supplier set before.
+         *
+         * @param token the token, or null for none
+         * @return this builder
          */
         public Builder bearerToken(String token) {
             this.fixedToken = token;
@@ -199,6 +207,9 @@ public final class TicketdClient implements AutoCloseable {
          * or non-ASCII answer fails that call with {@link InvalidArgumentException} naming what is
          * wrong (not sent, not retried); an exception it throws, with {@link TicketdException}.
          * Replaces a fixed token set before (and TICKETD_TOKEN).
+         *
+         * @param supplier asked for the token on every request
+         * @return this builder
          */
         public Builder bearerToken(Supplier<String> supplier) {
             if (supplier == null) throw new InvalidArgumentException("bearer token supplier is null; pass bearerToken((String) null) for no token");
@@ -207,44 +218,84 @@ public final class TicketdClient implements AutoCloseable {
             return this;
         }
 
-        /** PEM file of the CA certificates to trust for https endpoints. Default: TICKETD_CA, else the JDK's roots. */
+        /**
+         * The CA certificates to trust for https endpoints. Default: TICKETD_CA, else the JDK's roots.
+         *
+         * @param pem a PEM file of certificates
+         * @return this builder
+         */
         public Builder caFile(Path pem) {
             this.caFile = pem;
             return this;
         }
 
-        /** A client certificate (PEM chain) and its key (PEM, unencrypted PKCS#8: RSA, EC or Ed25519). */
+        /**
+         * A client certificate and its key, for nodes that ask for one (mutual TLS).
+         *
+         * @param certPem a PEM file of the certificate chain
+         * @param keyPem a PEM file of its key, unencrypted PKCS#8 (RSA, EC or Ed25519)
+         * @return this builder
+         */
         public Builder clientCertificate(Path certPem, Path keyPem) {
             this.certFile = certPem;
             this.keyFile = keyPem;
             return this;
         }
 
-        /** Your own SSLContext (exclusive with caFile / clientCertificate). */
+        /**
+         * Your own SSLContext (exclusive with clientCertificate; caFile is then ignored).
+         *
+         * @param ctx the context
+         * @return this builder
+         */
         public Builder sslContext(SSLContext ctx) {
             this.sslContext = ctx;
             return this;
         }
 
-        /** Timeout of one HTTP attempt to one endpoint. Default 5 s. */
+        /**
+         * The timeout of one HTTP attempt to one endpoint (also the connect timeout). Default 5 s.
+         *
+         * @param d positive, at most 365 days
+         * @return this builder
+         */
         public Builder attemptTimeout(Duration d) {
             this.attemptTimeout = d;
             return this;
         }
 
-        /** Bound of a whole call, retries included; an empty sequence cache waits at most this. Default 30 s. */
+        /**
+         * The bound of a whole call, retries included; an empty sequence cache waits at most this.
+         * Default 30 s.
+         *
+         * @param d positive, at most 365 days
+         * @return this builder
+         */
         public Builder callTimeout(Duration d) {
             this.callTimeout = d;
             return this;
         }
 
-        /** Bounds of the waits between rounds over the endpoints. Default 50 ms, 2 s. */
+        /**
+         * The bounds of the waits between rounds over the endpoints. Default 50 ms, 2 s.
+         *
+         * @param min the first round's cap, positive
+         * @param max the longest wait, at least min
+         * @return this builder
+         */
         public Builder backoff(Duration min, Duration max) {
             this.minBackoff = min;
             this.maxBackoff = max;
             return this;
         }
 
+        /**
+         * Checks the options and makes the client.
+         *
+         * @return the client, which sends nothing until a call
+         * @throws InvalidArgumentException naming the option that is wrong (no endpoints, a bad URL,
+         *     token, duration or TLS file)
+         */
         public TicketdClient build() {
             List<String> urls = new ArrayList<>(endpoints);
             if (urls.isEmpty()) {
@@ -340,6 +391,10 @@ public final class TicketdClient implements AutoCloseable {
      * Reserves {@code count} IDs (1 to 10,000,000) of a sequence, uncached, straight from the cluster.
      * Retried over the endpoints until the call timeout; a retry after a lost answer may waste a
      * range (a gap), never hand an ID out twice.
+     *
+     * @param sequence the sequence's name
+     * @param count how many IDs, 1 to 10,000,000
+     * @return the IDs reserved
      */
     public Range reserve(String sequence, long count) {
         ensureOpen();
@@ -354,6 +409,10 @@ public final class TicketdClient implements AutoCloseable {
      * Creates a sequence with the bounds of {@code settings} (those not set take the server's
      * defaults), idempotently: an existing one with the same settings is no error, one with others
      * is a {@link ConflictException}.
+     *
+     * @param name the new sequence's name
+     * @param settings its bounds
+     * @return the sequence as the server shows it
      */
     public SequenceInfo createSequence(String name, SequenceSettings settings) {
         ensureOpen();
@@ -364,10 +423,20 @@ public final class TicketdClient implements AutoCloseable {
         return sequenceInfo(a);
     }
 
-    /** Creates a sequence with the server's default bounds (1 to 2^63-1). */
+    /**
+     * Creates a sequence with the server's default bounds (1 to 2^63-1), idempotently.
+     *
+     * @param name the new sequence's name
+     * @return the sequence as the server shows it
+     */
     public SequenceInfo createSequence(String name) { return createSequence(name, SequenceSettings.defaults()); }
 
-    /** The sequence as the server shows it. */
+    /**
+     * Asks the cluster about a sequence.
+     *
+     * @param name the sequence's name
+     * @return the sequence as the server shows it
+     */
     public SequenceInfo sequenceInfo(String name) {
         ensureOpen();
         validateName("sequence", name);
@@ -378,6 +447,9 @@ public final class TicketdClient implements AutoCloseable {
      * The cached handle on a sequence (see {@link TicketdSequence}) with the default
      * {@link SequenceOptions}: the same handle on every call with this name. Share it between
      * threads. Sends nothing until the first {@code next()}.
+     *
+     * @param name the sequence's name
+     * @return the handle
      */
     public TicketdSequence sequence(String name) { return sequence(name, SequenceOptions.defaults()); }
 
@@ -386,6 +458,10 @@ public final class TicketdClient implements AutoCloseable {
      * the first call and returned by the later ones. A later call with other options throws
      * {@link InvalidArgumentException} naming what differs (a cache tuned otherwise than asked
      * would be a silent surprise).
+     *
+     * @param name the sequence's name
+     * @param options how its cache sizes ranges
+     * @return the handle
      */
     public TicketdSequence sequence(String name, SequenceOptions options) {
         validateName("sequence", name);
@@ -403,6 +479,9 @@ public final class TicketdClient implements AutoCloseable {
      * The handle on the server-made Snowflake IDs of a namespace with the default
      * {@link SnowflakeOptions} (batches of 256 fetched ahead at half the batch): the same handle on
      * every call with this namespace, so {@code c.snowflake("events").next()} is fine in a loop.
+     *
+     * @param namespace the namespace's name
+     * @return the handle
      */
     public SnowflakeRemote snowflake(String namespace) { return snowflake(namespace, SnowflakeOptions.defaults()); }
 
@@ -411,6 +490,10 @@ public final class TicketdClient implements AutoCloseable {
      * namespace and client, made on the first call and returned by the later ones (until it is
      * closed). A later call with other options throws {@link InvalidArgumentException} naming what
      * differs.
+     *
+     * @param namespace the namespace's name
+     * @param options how it buffers IDs
+     * @return the handle
      */
     public SnowflakeRemote snowflake(String namespace, SnowflakeOptions options) {
         validateName("namespace", namespace);

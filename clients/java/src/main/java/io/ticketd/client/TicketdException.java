@@ -11,11 +11,26 @@ package io.ticketd.client;
 public class TicketdException extends RuntimeException implements TicketdFailure {
     private static final long serialVersionUID = 1L;
 
+    /** The HTTP status of the answer, 0 if none (serialized form). */
     private final int status;
+    /** The answer's problem type, or "". */
     private final String problemType;
+    /** The problem's detail, or "". */
     private final String detail;
+    /** The endpoint that answered, or "". */
     private final String endpoint;
 
+    /**
+     * An exception of this kind, as the client makes it from an answer (public for tests and for
+     * code that wraps the client).
+     *
+     * @param message the message
+     * @param status the HTTP status of the answer, 0 if there is none
+     * @param problemType the answer's problem type; null is ""
+     * @param detail the problem's detail; null is ""
+     * @param endpoint the endpoint that answered; null is ""
+     * @param cause the cause, or null
+     */
     public TicketdException(String message, int status, String problemType, String detail, String endpoint, Throwable cause) {
         super(message, cause);
         this.status = status;

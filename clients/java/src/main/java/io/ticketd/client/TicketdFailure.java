@@ -12,15 +12,15 @@ package io.ticketd.client;
  * client itself (bad argument, closed, timed out) has status 0.
  */
 public interface TicketdFailure {
-    /** The HTTP status of the answer, or 0 when no answer is behind this error. */
+    /** {@return the HTTP status of the answer, or 0 when no answer is behind this error} */
     int status();
 
-    /** The problem type, such as {@code urn:ticketd:problem:sequence-exhausted}, or "". */
+    /** {@return the problem type, such as {@code urn:ticketd:problem:sequence-exhausted}, or ""} */
     String problemType();
 
-    /** The problem's detail, or "". */
+    /** {@return the problem's detail, or ""} */
     String detail();
 
-    /** The endpoint that answered ({@code http://host:port}), or "". */
+    /** {@return the endpoint that answered ({@code http://host:port}), or ""} */
     String endpoint();
 }

@@ -143,9 +143,10 @@ public final class TicketdSequence {
         this.streak = new FailureStreak("refilling sequence \"" + name + "\"");
     }
 
+    /** {@return the sequence's name} */
     public String name() { return name; }
 
-    /** The options the handle was made with. */
+    /** {@return the options the handle was made with} */
     public SequenceOptions options() { return options; }
 
     /**
@@ -153,6 +154,8 @@ public final class TicketdSequence {
      * {@link UnavailableException} when the cache stayed empty for the call timeout,
      * {@link ExhaustedException}, {@link NotFoundException}, {@link UnauthorizedException},
      * {@link ForbiddenException}, {@link ClosedException}.
+     *
+     * @return the next ID
      */
     public long next() {
         Block b = cur;
@@ -168,6 +171,9 @@ public final class TicketdSequence {
     /**
      * n IDs (1 to 10,000,000) at once as increasing disjoint ranges: one range unless they straddle
      * the end of a cached range. On error no IDs are returned (those cut are skipped: gaps).
+     *
+     * @param n how many IDs, 1 to 10,000,000
+     * @return the IDs, as increasing disjoint ranges
      */
     public List<Range> nextN(int n) {
         if (n < 1 || n > TicketdClient.MAX_RESERVE_COUNT) {
@@ -393,9 +399,20 @@ public final class TicketdSequence {
         return n;
     }
 
-    /** A snapshot of the cache's state and counters. */
+    /**
+     * A snapshot of the cache's state and counters.
+     *
+     * @param cached IDs in the cache: what is left of the current range, and the range fetched ahead
+     * @param refilling whether a refill is in flight
+     * @param refills refills that succeeded
+     * @param waits calls that waited for a refill (the cache empty)
+     * @param waitsWhileCached waits that found IDs cached all the same: always 0 unless a bug
+     * @param rangeSize the size asked of the last refill
+     * @param rate the rate IDs are handed out at, per second, as the sizer sees it (0: not known yet)
+     */
     public record Stats(long cached, boolean refilling, long refills, long waits, long waitsWhileCached, long rangeSize, double rate) {}
 
+    /** {@return a snapshot of the cache's state and counters} */
     public Stats stats() {
         lock.lock();
         try {
