@@ -133,3 +133,47 @@ def test_close_of_the_handle_and_of_the_client(cluster: Cluster) -> None:
         sf.next()
     c.close()
     assert time.monotonic() - t < 1.5
+
+
+def test_batches_older_than_max_age_are_not_handed_out(cluster: Cluster) -> None:
+    # A Snowflake ID's timestamp is when a node made it: a batch a quiet
+    # process kept for an hour would hand out hour-old IDs, which sort before
+    # those other processes made meanwhile (issue 46, part 4). Before the
+    # fix no batch expired: the second next() below was 1001, from the first batch.
+    max_age = 0.2
+    with make(cluster, nodes=1) as c:
+        add_ns(cluster, "ev", first=1000)
+        sf = c.snowflake("ev", batch=10, low_water=2, max_age=max_age)
+        assert sf.next() == 1000  # the batch 1000..1009
+        time.sleep(3 * max_age)
+        st = sf.stats()
+        assert st.cached == 0 and st.expired == 1, f"a batch older than the maximum age is still buffered: {st}"
+        assert sf.next() == 1010, "the old batch's IDs were handed out"
+        assert sf.stats().fetches == 2 and len(cluster.nodes[0].requests) == 2
+
+        # A batch fetched ahead and kept past the maximum age is dropped when
+        # it would be installed, as is the current one.
+        for _ in range(8):  # down to the low-water mark: the fetch ahead starts
+            sf.next()
+        wait_for(lambda: sf.stats().cached == 11)
+        time.sleep(3 * max_age)
+        assert sf.next() == 1030, "an ID of an expired batch was handed out"
+        st = sf.stats()
+        assert st.fetches == 4 and st.expired == 3, st
+
+
+@pytest.mark.parametrize("no_limit", [None, 0])
+def test_max_age_none_or_0_keeps_batches(cluster: Cluster, no_limit: object) -> None:
+    with make(cluster, nodes=1) as c:
+        add_ns(cluster, "ev", first=1000)
+        sf = c.snowflake("ev", batch=10, low_water=0, max_age=no_limit)  # type: ignore[arg-type]
+        assert sf.next() == 1000
+        time.sleep(0.3)
+        assert sf.next() == 1001 and sf.stats().expired == 0
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "600", True])
+def test_max_age_validated(cluster: Cluster, bad: object) -> None:
+    with make(cluster, nodes=1) as c:
+        with pytest.raises(ticketd.InvalidArgument, match="max_age"):
+            c.snowflake("ev", max_age=bad)  # type: ignore[arg-type]
