@@ -54,6 +54,8 @@ class Node:
         self.script: List[Scripted] = []  # answers to give before serving normally
         self.hook: Optional[Callable[[str, str], Optional[Scripted]]] = None  # (method, path) -> answer or None
         self.leader_hint: Optional[str] = None
+        # When set, a request without "Authorization: Bearer <it>" gets 401, as a node's token file says.
+        self.token: Optional[str] = None
         self.requests: List[Tuple[str, str, Dict[str, str], Any]] = []
         node = self
 
@@ -82,8 +84,12 @@ class Node:
                 body = json.loads(raw) if raw else None
                 with node.lock:
                     node.requests.append((self.command, self.path, dict(self.headers), body))
-                    scripted = node.script.pop(0) if node.script else None
+                    denied = node.token is not None and self.headers.get("Authorization") != "Bearer " + node.token
+                    scripted = node.script.pop(0) if node.script and not denied else None
                     hook = node.hook
+                if denied:
+                    self._answer(*problem(401, "unauthorized", "unknown bearer token"))
+                    return
                 if scripted is None and hook is not None:
                     scripted = hook(self.command, self.path)
                 if scripted is not None:

@@ -7,9 +7,14 @@
 
 Standard library only; CPython 3.9+. Cutting IDs is under a lock, not the GIL's atomicity
 (free-threaded builds are not tested here).
+
+Logs go to the "ticketd" logger, which has a NullHandler: the application
+decides where they go (logging.basicConfig() shows them).
 """
 
 from __future__ import annotations
+
+import logging
 
 from .client import MAX_RESERVE_COUNT, MAX_SNOWFLAKE_IDS, Client, Range, SequenceInfo
 from .errors import (
@@ -28,6 +33,9 @@ from .sequence import Sequence, SequenceStats
 from .snowflake import SnowflakeRemote, SnowflakeStats
 
 __version__ = "0.1.0"
+
+# The library convention: no output unless the application configures logging.
+logging.getLogger("ticketd").addHandler(logging.NullHandler())
 
 __all__ = [
     "Client",

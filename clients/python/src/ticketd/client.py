@@ -13,6 +13,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence as Seq, Tuple, Union
 
 from ._process import ForkAware, NotCopyable, reset_in_forked_child
+from ._token import TokenSource, authorization
 from ._transport import Answer, Endpoint, Pool
 from ._wire import (  # noqa: F401 (re-exported: ticketd.client.X as before)
     LEADER_HEADER,
@@ -68,7 +69,8 @@ class Client(ForkAware, NotCopyable):
     """A client of a ticketd cluster. Thread-safe: make one per process and share it.
 
     endpoints: base URLs of some nodes ("http://10.0.0.1:8080"); default the
-    comma-separated TICKETD_ADDR. token: bearer token; default TICKETD_TOKEN.
+    comma-separated TICKETD_ADDR. token: bearer token, or a callable returning
+    one, asked per request; default TICKETD_TOKEN.
     ca_file: CA bundle for https endpoints; default TICKETD_CA. cert_file and
     key_file: a client certificate. timeout: one HTTP attempt to one endpoint
     (seconds). call_timeout: a whole call, retries included (None or 0: no
@@ -85,7 +87,7 @@ class Client(ForkAware, NotCopyable):
         self,
         endpoints: Optional[Union[str, Seq[str]]] = None,
         *,
-        token: Optional[str] = None,
+        token: Optional[TokenSource] = None,
         ca_file: Optional[str] = None,
         cert_file: Optional[str] = None,
         key_file: Optional[str] = None,
@@ -108,8 +110,7 @@ class Client(ForkAware, NotCopyable):
                 eps.append(ep)
         if token is None:
             token = os.environ.get("TICKETD_TOKEN") or None
-        if token is not None and (not token or any(not 0x21 <= ord(ch) <= 0x7E for ch in token)):
-            raise InvalidArgument("the token must be non-empty visible ASCII")
+        auth = authorization(token)
         if not (isinstance(timeout, (int, float)) and timeout > 0):
             raise InvalidArgument(f"timeout must be positive, got {timeout!r}")
         if call_timeout is not None and not (isinstance(call_timeout, (int, float)) and call_timeout >= 0):
@@ -127,9 +128,7 @@ class Client(ForkAware, NotCopyable):
             except (OSError, ssl.SSLError) as e:
                 raise InvalidArgument(f"TLS files: {e}") from e
         self._endpoints = eps
-        self._headers: Dict[str, str] = {"Accept": "application/json, application/problem+json"}
-        if token:
-            self._headers["Authorization"] = "Bearer " + token
+        self._auth = auth  # the Authorization header's value, asked per request
         self._timeout = float(timeout)
         self._call_timeout = float(call_timeout) if call_timeout else None
         self._backoff = (float(lo), float(hi))
@@ -252,9 +251,14 @@ class Client(ForkAware, NotCopyable):
         return random.uniform(0.0, min(hi, lo * (2 ** min(k - 1, 60))))
 
     def _attempt(self, idx: int, method: str, path: str, body: Optional[bytes], timeout: float) -> Answer:
-        headers = self._headers
+        """One HTTP exchange with an endpoint. Raises OSError or HTTPException
+        for a transport failure, a TicketdError (final) when the token
+        callable failed or answered no token."""
+        headers = {"Accept": "application/json, application/problem+json"}
+        if self._auth is not None:
+            headers["Authorization"] = self._auth()
         if body is not None:
-            headers = dict(headers, **{"Content-Type": "application/json"})
+            headers["Content-Type"] = "application/json"
         return self._pool.request(self._endpoints[idx], method, path, body, headers, timeout)
 
     def _leader_or(self, idx: int, ans: Answer) -> int:

@@ -38,6 +38,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
+from ._log import FailureStreak
 from ._process import ForkAware, NotCopyable
 from ._wire import MAX_RESERVE_COUNT, Range, check_name
 from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable, fresh
@@ -163,6 +164,7 @@ class Sequence(ForkAware, NotCopyable):
         self._refills = 0
         self._waits = 0
         self._waits_while_cached = 0
+        self._streak = FailureStreak(f"refill of sequence {self._name!r}")
 
     def _after_fork_in_child(self) -> None:
         # The parent hands out what was cached, and its refill in flight
@@ -322,6 +324,7 @@ class Sequence(ForkAware, NotCopyable):
         def on_failure(err: BaseException) -> None:
             with self._mu:
                 a.last_error = err
+            self._streak.failed(err)
 
         while True:
             try:
@@ -355,6 +358,10 @@ class Sequence(ForkAware, NotCopyable):
             a.error = err
             self._inflight = None
             a.done.set()
+        if err is None:
+            self._streak.succeeded()
+        elif not isinstance(err, Closed):
+            self._streak.failed(err)  # a final answer (401 after a token rotation, exhaustion)
 
     def _close_from_client(self) -> None:
         with self._mu:

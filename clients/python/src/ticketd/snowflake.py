@@ -37,6 +37,7 @@ from time import monotonic as _now  # a global, not time.monotonic: one lookup l
 from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 from ._block import Block
+from ._log import FailureStreak
 from ._process import ForkAware, NotCopyable
 from ._wire import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
 from .errors import (
@@ -134,6 +135,7 @@ class SnowflakeRemote(ForkAware, NotCopyable):
         self._nxt: Optional[_Batch] = None
         self._inflight: Optional[_Fetch] = None
         self._rr = random.randrange(len(self._client._endpoints))  # spread many processes' first fetches
+        self._streak = FailureStreak(f"Snowflake fetch of namespace {self._ns!r}")
         self.fetches = 0
         self.failures = 0
         self.refused = 0
@@ -299,6 +301,7 @@ class SnowflakeRemote(ForkAware, NotCopyable):
             with self._mu:
                 f.last_error = err
                 self.failures += 1
+            self._streak.failed(err)
 
         try:
             b: Optional[_Batch] = self._fetch(count, on_failure)
@@ -315,6 +318,10 @@ class SnowflakeRemote(ForkAware, NotCopyable):
             f.error = err
             self._inflight = None
             f.done.set()
+        if err is None:
+            self._streak.succeeded()
+        elif not isinstance(err, Closed):
+            self._streak.failed(err)  # a final answer (401 after a token rotation, 404)
 
     def _fetch(self, count: int, on_failure: Any) -> _Batch:
         """Asks the nodes in turn until one serves a valid batch, an answer is

@@ -1,0 +1,57 @@
+"""The bearer token: a fixed string, or a callable asked on every request so
+that a rotated token is used from the next request on (issue 46, part 5)."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+from .errors import InvalidArgument, TicketdError
+
+# What Client(token=...) accepts.
+TokenSource = Union[str, Callable[[], str]]
+
+
+def check_token(value: object, what: str) -> str:
+    """value if it can be a bearer token, else InvalidArgument saying what is
+    wrong with it. The value itself is never repeated: it may be a secret."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a str, not {type(value).__name__}")
+    if not value:
+        raise InvalidArgument(f"{what} is empty")
+    for i, ch in enumerate(value):
+        if not 0x21 <= ord(ch) <= 0x7E:
+            raise InvalidArgument(f"{what} has {ch!r} at {i}: a bearer token is visible ASCII only "
+                                  f"(no spaces, no line breaks)")
+    return value
+
+
+def authorization(token: Optional[TokenSource]) -> Optional[Callable[[], str]]:
+    """The Authorization header's value for each request, or None for no
+    token. A fixed token is checked once, here; a callable's answer on every
+    call, since it is a new one each time."""
+    if token is None:
+        return None
+    if isinstance(token, str):
+        header = "Bearer " + check_token(token, "the token")
+        return lambda: header
+    if not callable(token):
+        raise InvalidArgument(f"token must be a str or a callable returning one, got {type(token).__name__}")
+    source = token
+
+    def ask() -> str:
+        try:
+            value = source()
+        except TicketdError:
+            raise
+        except Exception as e:
+            # Every error a call raises is a TicketdError; the callable's own
+            # stays reachable as the cause.
+            raise TicketdError(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
+        return "Bearer " + check_token(value, f"the token returned by {_name(source)}")
+
+    return ask
+
+
+def _name(f: Callable[[], object]) -> str:
+    name = getattr(f, "__qualname__", None)
+    return f"{name}()" if isinstance(name, str) else repr(f)
