@@ -1,9 +1,9 @@
-"""Sequence.next() against the bare limit: a threading.Lock-guarded integer
+"""CachedSequence.next() against the bare limit: a threading.Lock-guarded integer
 increment, on 1, 4 and 8 threads, in the same run.
 
     /usr/bin/python3 clients/python/bench.py [--ops N]
 
-The Sequence is served by the in-process stand-in node of the tests (its
+The CachedSequence is served by the in-process stand-in node of the tests (its
 refills take the GIL too, as a real client's HTTP would); ranges grow with
 the rate up to 10M IDs, so after warm-up next() almost never leaves its hot
 path. ops/s is the total of all threads.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional
 
 from ticketd import Client, Range, TicketdError, Unavailable
-from ticketd.sequence import Sequence, _Refill
+from ticketd.sequence import CachedSequence, _Refill
 
 
 class _Stop(Exception):
@@ -17,10 +17,10 @@ class _Stop(Exception):
 
 def _prefetch_stops_after_error() -> None:
     """The background prefetch never restarts once a refill has failed: the
-    refill gives up at its first failure, and the Sequence starts no other."""
-    start = Sequence._start_refill_locked
+    refill gives up at its first failure, and the CachedSequence starts no other."""
+    start = CachedSequence._start_refill_locked
 
-    def start_refill_locked(self: Sequence) -> Optional[_Refill]:
+    def start_refill_locked(self: CachedSequence) -> Optional[_Refill]:
         if getattr(self, "_planted_dead", False):
             a = _Refill()
             a.error = Unavailable("ticketd: the refill stopped after a failure (planted bug)")
@@ -28,7 +28,7 @@ def _prefetch_stops_after_error() -> None:
             return a
         return start(self)
 
-    def run_refill(self: Sequence, a: _Refill, size: int) -> None:
+    def run_refill(self: CachedSequence, a: _Refill, size: int) -> None:
         def on_failure(err: BaseException) -> None:
             a.last_error = err
             raise _Stop()
@@ -44,8 +44,8 @@ def _prefetch_stops_after_error() -> None:
             err = e
         self._finish_refill(a, r, err)
 
-    Sequence._start_refill_locked = start_refill_locked  # type: ignore[assignment]
-    Sequence._run_refill = run_refill  # type: ignore[assignment]
+    CachedSequence._start_refill_locked = start_refill_locked  # type: ignore[assignment]
+    CachedSequence._run_refill = run_refill  # type: ignore[assignment]
 
 
 def _caches_kept_across_fork() -> None:

@@ -221,7 +221,7 @@ def test_fork_with_a_refill_in_flight_child_is_served_within_the_bound(node: Rea
 
 def test_handles_cannot_be_copied_or_pickled(node: RealNode) -> None:
     """A copy of a handle is a second cache of the same ranges: copy.copy of a
-    Sequence would hand out its IDs twice within one process, and a pickled
+    CachedSequence would hand out its IDs twice within one process, and a pickled
     one (multiprocessing's spawn) would in another. Each refuses, saying why."""
     import copy
     import pickle

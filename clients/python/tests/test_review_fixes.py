@@ -16,7 +16,7 @@ from test_client import make
 
 
 def test_a_final_error_is_raised_afresh_each_time(cluster: Cluster) -> None:
-    # Before: the Sequence re-raised one stored exception object, whose
+    # Before: the CachedSequence re-raised one stored exception object, whose
     # traceback grew by the caller's frames at every raise (and kept them
     # alive): a service calling next() after exhaustion leaked without bound.
     cluster.node()

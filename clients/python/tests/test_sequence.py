@@ -1,4 +1,4 @@
-"""The Sequence cache against stand-in nodes: double buffer, prefetch, sizing,
+"""The CachedSequence cache against stand-in nodes: double buffer, prefetch, sizing,
 refill retries, the bounded wait, many threads, the planted bug."""
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def test_close_stops_a_refill_that_is_retrying(cluster: Cluster) -> None:
 
 
 def run_outage(cluster: Cluster, c: ticketd.Client) -> int:
-    """Takes a Sequence through an outage that outlasts its cache, then heals
+    """Takes a CachedSequence through an outage that outlasts its cache, then heals
     the nodes; returns an ID served after the outage (raises if none is)."""
     c.create_sequence("s")
     seq = c.sequence("s", min_range=10, max_range=10)
@@ -246,15 +246,15 @@ def test_recovery_after_an_outage(cluster: Cluster) -> None:
 
 
 def test_planted_bug_breaks_recovery(cluster: Cluster) -> None:
-    """prefetch-stops-after-error: the same outage, and the Sequence never serves again."""
+    """prefetch-stops-after-error: the same outage, and the CachedSequence never serves again."""
     import plants
-    from ticketd.sequence import Sequence
+    from ticketd.sequence import CachedSequence
 
-    saved = Sequence._start_refill_locked, Sequence._run_refill
+    saved = CachedSequence._start_refill_locked, CachedSequence._run_refill
     try:
         plants.apply("prefetch-stops-after-error")
         with make(cluster, nodes=2, call_timeout=0.3) as c:
             with pytest.raises(ticketd.Unavailable):
                 run_outage(cluster, c)
     finally:
-        Sequence._start_refill_locked, Sequence._run_refill = saved
+        CachedSequence._start_refill_locked, CachedSequence._run_refill = saved

@@ -29,7 +29,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .sequence import Sequence, SequenceStats
+from .sequence import CachedSequence, SequenceStats
 from .snowflake import SnowflakeRemote, SnowflakeStats
 
 __version__ = "0.1.0"
@@ -41,7 +41,7 @@ __all__ = [
     "Client",
     "Range",
     "SequenceInfo",
-    "Sequence",
+    "CachedSequence",
     "SequenceStats",
     "SnowflakeRemote",
     "SnowflakeStats",

@@ -3,7 +3,7 @@ caller sees until a next() finds the cache empty (issue 46, part 5).
 
 The logger is "ticketd"; the package adds a NullHandler to it (the library
 convention: the application decides where records go). A background job
-(a Sequence's refill, a Snowflake handle's fetch) logs once per failure
+(a CachedSequence's refill, a Snowflake handle's fetch) logs once per failure
 streak: a WARNING at its first failure, then nothing however often it
 retries or fails again, and an INFO once it succeeds again. Nothing is
 logged on the paths that hand out IDs.

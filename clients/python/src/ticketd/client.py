@@ -37,8 +37,8 @@ from .errors import (
     error_from_answer,
     is_retryable_status,
 )
-from .sequence import Sequence
-from .snowflake import SnowflakeRemote
+from .sequence import DEFAULT_COVERAGE, DEFAULT_MAX_RANGE, DEFAULT_MIN_RANGE, CachedSequence
+from .snowflake import DEFAULT_BATCH, DEFAULT_MAX_AGE, SnowflakeRemote
 
 __all__ = ["Client", "Range", "SequenceInfo", "MAX_RESERVE_COUNT", "MAX_SNOWFLAKE_IDS"]
 
@@ -68,15 +68,6 @@ class _Background:
 class Client(ForkAware, NotCopyable):
     """A client of a ticketd cluster. Thread-safe: make one per process and share it.
 
-    endpoints: base URLs of some nodes ("http://10.0.0.1:8080"); default the
-    comma-separated TICKETD_ADDR. token: bearer token, or a callable returning
-    one, asked per request; default TICKETD_TOKEN.
-    ca_file: CA bundle for https endpoints; default TICKETD_CA. cert_file and
-    key_file: a client certificate. timeout: one HTTP attempt to one endpoint
-    (seconds). call_timeout: a whole call, retries included (None or 0: no
-    bound), also the longest a Sequence's next() waits for an empty cache.
-    backoff: (min, max) seconds between rounds over the endpoints.
-
     Across os.fork (multiprocessing, prefork servers) the child's copy starts
     afresh: it drops the parent's cached IDs and connections and reserves its
     own on first use; the parent goes on as before. A Client and its handles
@@ -96,6 +87,25 @@ class Client(ForkAware, NotCopyable):
         backoff: Tuple[float, float] = (0.05, 2.0),
         ssl_context: Optional[ssl.SSLContext] = None,
     ) -> None:
+        """
+        endpoints: base URLs of some nodes ("http://10.0.0.1:8080"), a list or
+            one comma-separated string; default the TICKETD_ADDR variable.
+        token: the bearer token, a str, or a callable returning one, called
+            for every request so that a rotated token is used at once (keep
+            it cheap: a cached value); default TICKETD_TOKEN. A callable's
+            answer that is not a non-empty visible-ASCII str makes the call
+            fail with InvalidArgument.
+        ca_file: the CA bundle for https endpoints; default TICKETD_CA.
+        cert_file, key_file: a client certificate and its key.
+        timeout: one HTTP attempt to one endpoint, in seconds, the whole of it:
+            connecting, the TLS handshake, sending, the status line, the
+            headers and the body.
+        call_timeout: a whole call, retries included (None or 0: no bound);
+            also the longest a CachedSequence's next() waits for an empty cache.
+        backoff: (min, max) seconds between rounds over the endpoints.
+        ssl_context: the TLS settings to use instead of ca_file, cert_file and
+            key_file.
+        """
         if endpoints is None:
             endpoints = os.environ.get("TICKETD_ADDR", "")
         if isinstance(endpoints, str):
@@ -213,7 +223,11 @@ class Client(ForkAware, NotCopyable):
 
     def create_sequence(self, name: str, *, start: Optional[int] = None, max: Optional[int] = None) -> Tuple[SequenceInfo, bool]:
         """Creates a sequence, or confirms it exists with the same settings.
-        Returns (info, created). Other settings: Conflict. Idempotent."""
+        Returns (info, created). Other settings: Conflict. Idempotent.
+
+        start: its first ID (default 1).
+        max: its last ID (default 2^63 - 1).
+        """
         self._check_open()
         check_name(name)
         if name in (".", ".."):
@@ -235,13 +249,30 @@ class Client(ForkAware, NotCopyable):
         _, doc = self._round_trip("GET", f"/v1/sequences/{path_segment(name)}", None, self._deadline(), None)
         return _sequence_info(doc)
 
-    def sequence(self, name: str, **options: Any) -> "Sequence":
-        """A cached generator of a sequence's IDs (see Sequence). One per sequence and process; share it."""
-        return Sequence(self, name, **options)
+    def sequence(self, name: str, *, coverage: float = DEFAULT_COVERAGE, min_range: int = DEFAULT_MIN_RANGE,
+                 max_range: int = DEFAULT_MAX_RANGE) -> CachedSequence:
+        """A cached generator of a sequence's IDs. One per sequence and process; share it between threads.
 
-    def snowflake(self, namespace: str, **options: Any) -> "SnowflakeRemote":
-        """A prefetching generator of server-made Snowflake IDs of a namespace (see SnowflakeRemote)."""
-        return SnowflakeRemote(self, namespace, **options)
+        coverage: the seconds of IDs, at the rate observed, that the cache
+            should hold, to ride out an outage that long (default 10).
+        min_range, max_range: bounds of the ranges it reserves (default
+            1,000 and 10,000,000).
+        """
+        return CachedSequence(self, name, coverage=coverage, min_range=min_range, max_range=max_range)
+
+    def snowflake(self, namespace: str, *, batch: int = DEFAULT_BATCH, low_water: Optional[int] = None,
+                  max_age: Optional[float] = DEFAULT_MAX_AGE) -> SnowflakeRemote:
+        """A prefetching generator of server-made Snowflake IDs of a namespace.
+
+        batch: IDs asked of a node at once, 1..10,000 (default 256).
+        low_water: fetch the next batch when fewer are left in the current one
+            (default half the batch; 0: only when it is used up).
+        max_age: seconds a batch is handed out after the request that brought
+            it was sent (default 600, Hazelcast's); older IDs would sort
+            before those made since, so they are dropped and fresh ones
+            fetched. None or 0: no limit.
+        """
+        return SnowflakeRemote(self, namespace, batch=batch, low_water=low_water, max_age=max_age)
 
     # -- the retry loop ----------------------------------------------------
 

@@ -3,6 +3,24 @@
 Every error a call raises is a TicketdError. When a server answered, the error
 carries the HTTP status, the RFC 9457 problem document (a dict) and the
 endpoint that answered; callers switch on the class, never on a status code.
+
+Three are also the built-in exception that says the same thing, so that code
+written against the built-ins catches them (issue 46, part 7), while
+`except TicketdError` still catches every one:
+
+- InvalidArgument is a ValueError: a value the library or the server refuses.
+- Closed is a RuntimeError: the call is fine, the object's state forbids it
+  (as concurrent.futures' submit() after shutdown()).
+- Unavailable is a TimeoutError: it is raised only when a call's time bound
+  (call_timeout, or the wait of next() for an empty cache) passed without an
+  answer. Not a ConnectionError: the failures behind it may be 503s from nodes
+  that were reached (no leader), and the transport's own errors are only its
+  .last. (TimeoutError is an OSError: `except OSError` catches it too, as it
+  catches socket.timeout.) ClockBehind, an Unavailable, follows.
+
+The others have no built-in twin worth the confusion: NotFound is no KeyError
+(a missing sequence is no missing mapping key), Unauthorized and Forbidden no
+PermissionError (which is about files: EACCES, EPERM).
 """
 
 from __future__ import annotations
@@ -74,9 +92,10 @@ class Forbidden(TicketdError):
     """403: the token lacks the scope the call needs. Not retried."""
 
 
-class Unavailable(TicketdError):
+class Unavailable(TicketdError, TimeoutError):
     """Nothing could be had within the call's bound: no leader, every endpoint
     down, 503s, timeouts. last is the last failure seen (also __cause__).
+    Also a TimeoutError (see the module's doc).
 
     For a reservation the outcome is unknown: the cluster may have reserved a
     range whose answer was lost. Retrying is safe: ticketd may waste a range
@@ -104,16 +123,17 @@ class ClockBehind(Unavailable):
         self.behind_ms = behind_ms
 
 
-class InvalidArgument(TicketdError):
-    """Bad input: refused by the library before sending, or by the server (400, 413)."""
+class InvalidArgument(TicketdError, ValueError):
+    """Bad input: refused by the library before sending, or by the server (400,
+    413). Also a ValueError."""
 
 
 class Conflict(TicketdError):
     """409 other than exhaustion: a sequence with other settings, a member that conflicts."""
 
 
-class Closed(TicketdError):
-    """The client (or the handle) was closed."""
+class Closed(TicketdError, RuntimeError):
+    """The client (or the handle) was closed. Also a RuntimeError."""
 
 
 # Statuses that mean "not now": the call goes on to the next endpoint.
@@ -169,7 +189,7 @@ def error_from_answer(status: int, problem: Mapping[str, Any], endpoint: str) ->
 
 def fresh(err: TicketdError) -> TicketdError:
     """A new error equal to err, to raise where err itself is kept and raised
-    again and again (a Sequence's final error, one refill's error for each
+    again and again (a CachedSequence's final error, one refill's error for each
     of its waiters): raising one object again adds every caller's frames to
     its traceback, which then grows without bound and keeps them alive, and
     threads raising it at once share one traceback."""

@@ -1,4 +1,7 @@
-"""Sequence: single IDs from a local cache of ranges, refilled in the background.
+"""CachedSequence: single IDs from a local cache of ranges, refilled in the background.
+
+(Named so, not Sequence, so that `from ticketd import *` does not shadow
+typing.Sequence and the name says what it is: issue 46, part 7.)
 
 The cache is the Go SDK's (client/sequence.go):
 
@@ -13,7 +16,7 @@ The cache is the Go SDK's (client/sequence.go):
   threads, against 0.8-0.9x with "with"; bench.py).
 - Double buffer: besides the current range the cache holds at most one range
   fetched ahead. The first caller to find the current range used up takes the
-  Sequence's lock and swaps the fetched range in.
+  CachedSequence's lock and swaps the fetched range in.
 - Low-water mark: when a range becomes current it gets a trigger index, where
   only rate x coverage of its IDs are left (its first index when it holds
   less, or while the rate is unknown). The one caller whose draw lands on it
@@ -26,7 +29,7 @@ The cache is the Go SDK's (client/sequence.go):
   least twice the last size when a caller had to wait.
 - Waiting: only when the cache is empty. The wait is bounded by the client's
   call timeout, then Unavailable; the refill itself keeps retrying until it
-  succeeds or the client closes, so the Sequence recovers on its own.
+  succeeds or the client closes, so the CachedSequence recovers on its own.
 - Order: IDs are unique and strictly increasing in the order the draws cut
   them; a range not above the last one held is refused.
 """
@@ -36,6 +39,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ._log import FailureStreak
@@ -46,7 +50,7 @@ from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailabl
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Sequence", "SequenceStats"]
+__all__ = ["CachedSequence", "SequenceStats"]
 
 DEFAULT_COVERAGE = 10.0
 DEFAULT_MIN_RANGE = 1000
@@ -55,17 +59,17 @@ DEFAULT_MAX_RANGE = MAX_RESERVE_COUNT
 _MIN_SAMPLE = 0.005
 
 
+@dataclass(frozen=True)
 class SequenceStats:
-    """A snapshot of a Sequence's cache."""
+    """A snapshot of a CachedSequence's cache and counters."""
 
-    __slots__ = ("cached", "refilling", "refills", "waits", "waits_while_cached", "range_size", "rate")
-
-    def __init__(self, **kw: object) -> None:
-        for k in self.__slots__:
-            setattr(self, k, kw[k])
-
-    def __repr__(self) -> str:
-        return "SequenceStats(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+    cached: int  # IDs cached now: the current range's and the one fetched ahead
+    refilling: bool  # a refill is in flight
+    refills: int  # ranges received
+    waits: int  # calls that waited for an empty cache
+    waits_while_cached: int  # of those, calls that waited while IDs were cached (a bug if not 0)
+    range_size: int  # IDs asked for by the last refill
+    rate: float  # the IDs per second the sizing follows
 
 
 class _Sizer:
@@ -116,16 +120,15 @@ class _Refill:
         self.last_error: Optional[BaseException] = None
 
 
-class Sequence(ForkAware, NotCopyable):
-    """IDs of one sequence from a local cache; make it with Client.sequence().
-
-    Thread-safe; share one per sequence and process. coverage: the outage (s)
-    the cache should ride out at the observed rate; min_range/max_range bound
-    the ranges it reserves. A forked child's copy starts with an empty cache.
+class CachedSequence(ForkAware, NotCopyable):
+    """IDs of one sequence from a local cache of ranges; make it with
+    Client.sequence(). Thread-safe: share one per sequence and process. A
+    forked child's copy starts with an empty cache.
     """
 
     def __init__(self, client: "Client", name: str, *, coverage: float = DEFAULT_COVERAGE,
                  min_range: int = DEFAULT_MIN_RANGE, max_range: int = DEFAULT_MAX_RANGE) -> None:
+        """See Client.sequence() for the arguments."""
         check_name(name)
         if not (isinstance(coverage, (int, float)) and coverage > 0):
             raise InvalidArgument(f"coverage must be positive seconds, got {coverage!r}")
@@ -145,7 +148,7 @@ class Sequence(ForkAware, NotCopyable):
 
     def _start_afresh(self) -> None:
         """An empty cache, no refill, fresh locks and counters: a new
-        Sequence, and a forked child's copy (_after_fork_in_child)."""
+        CachedSequence, and a forked child's copy (_after_fork_in_child)."""
         # The current range: IDs _at.._end-1 are left; the taker of _trig
         # starts the refill (0: none; IDs are positive). Guarded by _hot,
         # which is held for nothing but cutting and installing.
@@ -348,7 +351,7 @@ class Sequence(ForkAware, NotCopyable):
                 err = Closed("ticketd: the client is closed")
             elif err is None and r is not None and r.first <= self._highest:
                 err = TicketdError(f"ticketd: the server answered range {r.first}..{r.last} of {self._name!r}, "
-                                   f"not above {self._highest}, an ID this Sequence already had; refused")
+                                   f"not above {self._highest}, an ID this CachedSequence already had; refused")
             elif err is None and r is not None:
                 self._highest = r.last
                 self._refills += 1

@@ -1,7 +1,7 @@
 """SnowflakeRemote: Snowflake IDs made by the nodes, prefetched in batches.
 
 The Go SDK's SnowflakeRemote (client/snowflake_remote*.go): the same double
-buffer as a Sequence's (the batch being handed out, cut under its lock,
+buffer as a CachedSequence's (the batch being handed out, cut under its lock,
 and at most one batch fetched ahead), a fetch started in the background when
 fewer than the low-water mark (default half the batch) are left. Fetches go
 round the nodes from a random first one (the leader is not preferred); a node
@@ -33,8 +33,9 @@ import math
 import random
 import threading
 import time
+from dataclasses import dataclass
 from time import monotonic as _now  # a global, not time.monotonic: one lookup less in next()
-from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ._block import Block
 from ._log import FailureStreak
@@ -60,7 +61,8 @@ DEFAULT_BATCH = 256
 DEFAULT_MAX_AGE = 600.0  # seconds: Hazelcast's FlakeIdGenerator's prefetch validity
 
 
-class SnowflakeStats(NamedTuple):
+@dataclass(frozen=True)
+class SnowflakeStats:
     """A snapshot of a SnowflakeRemote's buffer and counters."""
 
     cached: int  # IDs buffered now
@@ -91,23 +93,20 @@ class _Fetch:
 
 
 class SnowflakeRemote(ForkAware, NotCopyable):
-    """Server-made Snowflake IDs of one namespace; make it with Client.snowflake().
-
-    batch: IDs asked of a node at once (1..10,000); low_water: fetch the next
-    batch when fewer are left in the current one (default half the batch; 0:
-    only when empty); max_age: seconds a batch is handed out after the request
-    that brought it was sent (default 600; None or 0: no limit). Thread-safe.
-    A forked child's copy starts with an empty buffer.
+    """Server-made Snowflake IDs of one namespace, prefetched in batches; make
+    it with Client.snowflake(). Thread-safe; a forked child's copy starts with
+    an empty buffer.
     """
 
     def __init__(self, client: "Client", namespace: str, *, batch: int = DEFAULT_BATCH,
                  low_water: Optional[int] = None, max_age: Optional[float] = DEFAULT_MAX_AGE) -> None:
+        """See Client.snowflake() for the arguments."""
         check_name(namespace, "namespace")
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_SNOWFLAKE_IDS:
             raise InvalidArgument(f"batch must be an int between 1 and {MAX_SNOWFLAKE_IDS}, got {batch!r}")
         if low_water is None:
             low_water = batch // 2
-        if not isinstance(low_water, int) or not 0 <= low_water <= batch:
+        if isinstance(low_water, bool) or not isinstance(low_water, int) or not 0 <= low_water <= batch:
             raise InvalidArgument(f"low_water must be between 0 and the batch ({batch}), got {low_water!r}")
         if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
                                     or not 0 <= max_age < math.inf):
