@@ -46,6 +46,7 @@ for l in "${langs[@]}"; do
 		# -p no:cacheprovider: no .pytest_cache left in the tree.
 		(cd clients/python && TICKETD_BIN="$tmp/ticketd" "$PY" -m pytest -q -p no:cacheprovider) || { rm -rf "$tmp"; exit 1; }
 		rm -rf "$tmp"
+		clients/python/release-check.sh # the sdist and wheel a release would ship, checked (issue 46)
 		;;
 	java)
 		echo "== clients-test: Java (JUnit 5 through Maven, Debian's repository)"

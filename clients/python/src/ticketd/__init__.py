@@ -32,6 +32,7 @@ from .errors import (
 from .sequence import CachedSequence, SequenceStats
 from .snowflake import SnowflakeRemote, SnowflakeStats
 
+# The package's one version: pyproject.toml reads it from here.
 __version__ = "0.1.0"
 
 # The library convention: no output unless the application configures logging.
