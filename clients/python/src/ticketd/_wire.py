@@ -1,7 +1,9 @@
 """What the client and its generators share: the wire's limits, the Range and
 SequenceInfo types, name checks and the parsing of answers. The modules
 import it, never each other in a circle: client imports sequence and
-snowflake, and all three import this (issue 48, part 3)."""
+snowflake, and all three import this (issue 48, part 3). The handles see
+the client that made them through _host.HandleHost, a Protocol, and the
+client registers them: nothing in sequence or snowflake names client."""
 
 from __future__ import annotations
 

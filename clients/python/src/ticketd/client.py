@@ -10,7 +10,7 @@ import ssl
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence as Seq, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence as Seq, Tuple, TypeVar, Union
 
 from ._process import ForkAware, NotCopyable, reset_in_forked_child
 from ._token import TokenSource, authorization
@@ -39,6 +39,8 @@ from .errors import (
 )
 from .sequence import DEFAULT_COVERAGE, DEFAULT_MAX_RANGE, DEFAULT_MIN_RANGE, CachedSequence
 from .snowflake import DEFAULT_BATCH, DEFAULT_MAX_AGE, SnowflakeRemote
+
+_H = TypeVar("_H")  # a handle the client makes and registers
 
 __all__ = ["Client", "Range", "SequenceInfo", "MAX_RESERVE_COUNT", "MAX_SNOWFLAKE_IDS"]
 
@@ -197,10 +199,14 @@ class Client(ForkAware, NotCopyable):
         if self._bg.closed.is_set():
             raise Closed("ticketd: the client is closed")
 
-    def _register(self, handle: Any) -> None:
+    def _register(self, handle: _H) -> _H:
+        """Keeps handle to close it with the client and reset it in a forked
+        child. The client registers the handles it makes, so that the
+        handles' modules never call back into this one (issue 48)."""
         with self._close_lock:
             self._check_open()
             self._handles.add(handle)
+        return handle
 
     def _deadline(self) -> Optional[float]:
         return None if self._call_timeout is None else time.monotonic() + self._call_timeout
@@ -258,7 +264,7 @@ class Client(ForkAware, NotCopyable):
         min_range, max_range: bounds of the ranges it reserves (default
             1,000 and 10,000,000).
         """
-        return CachedSequence(self, name, coverage=coverage, min_range=min_range, max_range=max_range)
+        return self._register(CachedSequence(self, name, coverage=coverage, min_range=min_range, max_range=max_range))
 
     def snowflake(self, namespace: str, *, batch: int = DEFAULT_BATCH, low_water: Optional[int] = None,
                   max_age: Optional[float] = DEFAULT_MAX_AGE) -> SnowflakeRemote:
@@ -272,7 +278,7 @@ class Client(ForkAware, NotCopyable):
             before those made since, so they are dropped and fresh ones
             fetched. None or 0: no limit.
         """
-        return SnowflakeRemote(self, namespace, batch=batch, low_water=low_water, max_age=max_age)
+        return self._register(SnowflakeRemote(self, namespace, batch=batch, low_water=low_water, max_age=max_age))
 
     # -- the retry loop ----------------------------------------------------
 

@@ -40,15 +40,14 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
+from ._host import HandleHost
 from ._log import FailureStreak
 from ._process import ForkAware, NotCopyable
 from ._wire import MAX_RESERVE_COUNT, Range, check_name
 from .errors import Closed, Exhausted, InvalidArgument, TicketdError, Unavailable, fresh
 
-if TYPE_CHECKING:
-    from .client import Client
 
 __all__ = ["CachedSequence", "SequenceStats"]
 
@@ -126,7 +125,7 @@ class CachedSequence(ForkAware, NotCopyable):
     forked child's copy starts with an empty cache.
     """
 
-    def __init__(self, client: "Client", name: str, *, coverage: float = DEFAULT_COVERAGE,
+    def __init__(self, client: HandleHost, name: str, *, coverage: float = DEFAULT_COVERAGE,
                  min_range: int = DEFAULT_MIN_RANGE, max_range: int = DEFAULT_MAX_RANGE) -> None:
         """See Client.sequence() for the arguments."""
         check_name(name)
@@ -144,7 +143,6 @@ class CachedSequence(ForkAware, NotCopyable):
         # child's ranges are reserved after it, so they must be above it.
         self._highest = 0
         self._start_afresh()
-        client._register(self)
 
     def _start_afresh(self) -> None:
         """An empty cache, no refill, fresh locks and counters: a new

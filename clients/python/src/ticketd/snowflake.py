@@ -35,9 +35,10 @@ import threading
 import time
 from dataclasses import dataclass
 from time import monotonic as _now  # a global, not time.monotonic: one lookup less in next()
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ._block import Block
+from ._host import HandleHost
 from ._log import FailureStreak
 from ._process import ForkAware, NotCopyable
 from ._wire import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
@@ -52,8 +53,6 @@ from .errors import (
     is_retryable_status,
 )
 
-if TYPE_CHECKING:
-    from .client import Client
 
 __all__ = ["SnowflakeRemote", "SnowflakeStats"]
 
@@ -98,7 +97,7 @@ class SnowflakeRemote(ForkAware, NotCopyable):
     an empty buffer.
     """
 
-    def __init__(self, client: "Client", namespace: str, *, batch: int = DEFAULT_BATCH,
+    def __init__(self, client: HandleHost, namespace: str, *, batch: int = DEFAULT_BATCH,
                  low_water: Optional[int] = None, max_age: Optional[float] = DEFAULT_MAX_AGE) -> None:
         """See Client.snowflake() for the arguments."""
         check_name(namespace, "namespace")
@@ -124,7 +123,6 @@ class SnowflakeRemote(ForkAware, NotCopyable):
         # the child is served later must be above it too.
         self._highest: Dict[int, int] = {}
         self._start_afresh()
-        client._register(self)
 
     def _start_afresh(self) -> None:
         """An empty buffer, no fetch, fresh locks and counters: a new handle,
