@@ -22,7 +22,7 @@ import (
 // probeServer answers probes with the node's current term.
 type probeServer struct {
 	term     func() uint64
-	answered atomic.Uint64 // probes answered, for tests and the curious
+	answered atomic.Uint64 // probes answered (counted as the reply is sent), for tests and the curious
 	conns    connSet       // closed by Close
 }
 
@@ -43,10 +43,13 @@ func (s *probeServer) serve(c net.Conn) {
 		}
 		copy(resp[:8], req[:])
 		binary.BigEndian.PutUint64(resp[8:], s.term())
+		// Counted before the reply goes out, so that whoever holds the
+		// reply also sees it counted: a count taken after the write raced
+		// the leader reading it, and tests saw one round too few or many.
+		s.answered.Add(1)
 		if _, err := c.Write(resp[:]); err != nil {
 			return
 		}
-		s.answered.Add(1)
 	}
 }
 
