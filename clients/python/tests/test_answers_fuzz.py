@@ -13,7 +13,7 @@ from typing import Any, List
 import pytest
 
 import ticketd
-from ticketd.client import problem_of, range_of_answer
+from ticketd._wire import problem_of, range_of_answer
 
 INT64_MAX = 2**63 - 1
 ITERATIONS = 4000

@@ -215,7 +215,7 @@ def test_https_with_a_ca_file(cluster: Cluster, tmp_path, monkeypatch: pytest.Mo
     # call (its jitter pinned to the top), so no later attempt starts with a
     # sliver of time left.
     monkeypatch.delenv("TICKETD_CA")
-    monkeypatch.setattr(ticketd.client.random, "uniform", lambda lo, hi: hi)
+    monkeypatch.setattr(ticketd._retry.random, "uniform", lambda lo, hi: hi)
     with ticketd.Client([node.url], call_timeout=3.0, backoff=(5.0, 5.0)) as c:
         with pytest.raises(ticketd.Unavailable) as ei:
             c.reserve("tls", 1)

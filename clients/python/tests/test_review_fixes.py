@@ -10,7 +10,7 @@ import traceback
 import pytest
 
 import ticketd
-from ticketd.client import parse_retry_after, problem_of
+from ticketd._wire import parse_retry_after, problem_of
 from standin import Cluster
 from test_client import make
 

@@ -11,7 +11,7 @@ import email.utils
 import http.client
 import json
 import time
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from .errors import InvalidArgument, TicketdError
 
@@ -120,3 +120,30 @@ def problem_of(status: int, data: bytes) -> Dict[str, Any]:
     if len(text) > 200:
         text = text[:200] + "..."
     return {"title": http.client.responses.get(status, f"HTTP {status}"), "status": status, "detail": text}
+
+
+def create_request(name: str, start: Optional[int], max: Optional[int]) -> Tuple[str, bytes]:
+    """The path and body of a PUT that creates sequence name, checked."""
+    check_name(name)
+    if name in (".", ".."):
+        raise InvalidArgument(f"name {name!r} is a dot segment, which URLs and proxies rewrite; choose another")
+    req: Dict[str, int] = {}
+    for k, v in (("start", start), ("max", max)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InvalidArgument(f"{k} must be a positive int, got {v!r}")
+            req[k] = v
+    return f"/v1/sequences/{path_segment(name)}", json.dumps(req).encode()
+
+
+def sequence_info_of(doc: Any) -> SequenceInfo:
+    """The SequenceInfo a sequence's description holds."""
+    try:
+        return SequenceInfo(doc["name"], doc.get("next"), doc["start"], doc["max"], doc["remaining"])
+    except (KeyError, TypeError, AttributeError):
+        raise TicketdError(f"ticketd: a sequence's description was expected, got {doc!r}") from None
+
+
+def reserve_request(sequence: str, count: int) -> Tuple[str, bytes]:
+    """The path and body of a POST that reserves count IDs of sequence (checked by the caller)."""
+    return f"/v1/sequences/{path_segment(sequence)}/ranges", json.dumps({"count": count}).encode()

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import http.client
-import json
-import os
-import random
 import ssl
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence as Seq, Tuple, TypeVar, Union
+from typing import Any, Callable, List, Optional, Sequence as Seq, Tuple, TypeVar, Union
 
 from ._process import ForkAware, NotCopyable, reset_in_forked_child
+from ._options import parse_options
+from ._retry import backoff_wait, judge, leader_index, out_of_time
 from ._token import TokenSource, authorization
-from ._transport import Answer, Endpoint, Pool
+from ._transport import Answer, Pool
 from ._wire import (  # noqa: F401 (re-exported: ticketd.client.X as before)
     LEADER_HEADER,
     MAX_ID,
@@ -24,19 +23,13 @@ from ._wire import (  # noqa: F401 (re-exported: ticketd.client.X as before)
     SequenceInfo,
     _check_count,
     check_name,
-    parse_retry_after,
+    create_request,
     path_segment,
-    problem_of,
     range_of_answer,
+    reserve_request,
+    sequence_info_of,
 )
-from .errors import (
-    Closed,
-    InvalidArgument,
-    TicketdError,
-    Unavailable,
-    error_from_answer,
-    is_retryable_status,
-)
+from .errors import Closed
 from .sequence import DEFAULT_COVERAGE, DEFAULT_MAX_RANGE, DEFAULT_MIN_RANGE, CachedSequence
 from .snowflake import DEFAULT_BATCH, DEFAULT_MAX_AGE, SnowflakeRemote
 
@@ -108,43 +101,14 @@ class Client(ForkAware, NotCopyable):
         ssl_context: the TLS settings to use instead of ca_file, cert_file and
             key_file.
         """
-        if endpoints is None:
-            endpoints = os.environ.get("TICKETD_ADDR", "")
-        if isinstance(endpoints, str):
-            endpoints = [e for e in endpoints.split(",") if e.strip()]
-        if not endpoints:
-            raise InvalidArgument("no endpoints given (nor TICKETD_ADDR); pass the base URLs of one or more nodes, "
-                                  "such as http://127.0.0.1:8080")
-        eps: List[Endpoint] = []
-        for raw in endpoints:
-            ep = Endpoint(raw)
-            if all(e.base != ep.base for e in eps):
-                eps.append(ep)
-        if token is None:
-            token = os.environ.get("TICKETD_TOKEN") or None
-        auth = authorization(token)
-        if not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise InvalidArgument(f"timeout must be positive, got {timeout!r}")
-        if call_timeout is not None and not (isinstance(call_timeout, (int, float)) and call_timeout >= 0):
-            raise InvalidArgument(f"call_timeout must be >= 0 or None, got {call_timeout!r}")
-        lo, hi = backoff
-        if not (0 < lo <= hi):
-            raise InvalidArgument(f"backoff: want 0 < min <= max, got {backoff!r}")
-        if ca_file is None:
-            ca_file = os.environ.get("TICKETD_CA") or None
-        if ssl_context is None and (ca_file or cert_file):
-            try:
-                ssl_context = ssl.create_default_context(cafile=ca_file)
-                if cert_file:
-                    ssl_context.load_cert_chain(cert_file, key_file)
-            except (OSError, ssl.SSLError) as e:
-                raise InvalidArgument(f"TLS files: {e}") from e
-        self._endpoints = eps
-        self._auth = auth  # the Authorization header's value, asked per request
-        self._timeout = float(timeout)
-        self._call_timeout = float(call_timeout) if call_timeout else None
-        self._backoff = (float(lo), float(hi))
-        self._pool = Pool(ssl_context)
+        o = parse_options(endpoints, token, ca_file, cert_file, key_file, timeout, call_timeout, backoff,
+                          ssl_context)
+        self._endpoints = o.endpoints
+        self._auth = authorization(o.token)  # the Authorization header's value, asked per request
+        self._timeout = o.timeout
+        self._call_timeout = o.call_timeout
+        self._backoff = o.backoff
+        self._pool = Pool(o.ssl_context)
         self._preferred = 0  # the endpoint that answered last (an int store is atomic)
         self._bg = _Background()
         self._handles: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -223,8 +187,8 @@ class Client(ForkAware, NotCopyable):
 
     def _reserve(self, sequence: str, count: int, deadline: Optional[float],
                  on_failure: Optional[Callable[[BaseException], None]]) -> Range:
-        body = json.dumps({"count": count}).encode()
-        _, doc = self._round_trip("POST", f"/v1/sequences/{path_segment(sequence)}/ranges", body, deadline, on_failure)
+        path, body = reserve_request(sequence, count)
+        _, doc = self._round_trip("POST", path, body, deadline, on_failure)
         return range_of_answer(doc, sequence, count)
 
     def create_sequence(self, name: str, *, start: Optional[int] = None, max: Optional[int] = None) -> Tuple[SequenceInfo, bool]:
@@ -235,25 +199,16 @@ class Client(ForkAware, NotCopyable):
         max: its last ID (default 2^63 - 1).
         """
         self._check_open()
-        check_name(name)
-        if name in (".", ".."):
-            raise InvalidArgument(f"name {name!r} is a dot segment, which URLs and proxies rewrite; choose another")
-        req: Dict[str, int] = {}
-        for k, v in (("start", start), ("max", max)):
-            if v is not None:
-                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                    raise InvalidArgument(f"{k} must be a positive int, got {v!r}")
-                req[k] = v
-        status, doc = self._round_trip("PUT", f"/v1/sequences/{path_segment(name)}", json.dumps(req).encode(),
-                                       self._deadline(), None)
-        return _sequence_info(doc), status == 201
+        path, body = create_request(name, start, max)
+        status, doc = self._round_trip("PUT", path, body, self._deadline(), None)
+        return sequence_info_of(doc), status == 201
 
     def sequence_info(self, name: str) -> SequenceInfo:
         """A sequence's settings, the lowest ID never handed out (None once exhausted) and what remains."""
         self._check_open()
         check_name(name)
         _, doc = self._round_trip("GET", f"/v1/sequences/{path_segment(name)}", None, self._deadline(), None)
-        return _sequence_info(doc)
+        return sequence_info_of(doc)
 
     def sequence(self, name: str, *, coverage: float = DEFAULT_COVERAGE, min_range: int = DEFAULT_MIN_RANGE,
                  max_range: int = DEFAULT_MAX_RANGE) -> CachedSequence:
@@ -283,9 +238,7 @@ class Client(ForkAware, NotCopyable):
     # -- the retry loop ----------------------------------------------------
 
     def _backoff_wait(self, k: int) -> float:
-        """Full jitter: the k-th wait (k >= 1) is uniform in [0, min(max, min * 2^(k-1))]."""
-        lo, hi = self._backoff
-        return random.uniform(0.0, min(hi, lo * (2 ** min(k - 1, 60))))
+        return backoff_wait(self._backoff, k)
 
     def _attempt(self, idx: int, method: str, path: str, body: Optional[bytes], timeout: float) -> Answer:
         """One HTTP exchange with an endpoint. Raises OSError or HTTPException
@@ -297,14 +250,6 @@ class Client(ForkAware, NotCopyable):
         if body is not None:
             headers["Content-Type"] = "application/json"
         return self._pool.request(self._endpoints[idx], method, path, body, headers, timeout)
-
-    def _leader_or(self, idx: int, ans: Answer) -> int:
-        leader = ans.headers.get(LEADER_HEADER)
-        if leader:
-            for i, ep in enumerate(self._endpoints):
-                if ep.netloc == leader:
-                    return i
-        return idx  # a leader that is none of the endpoints is ignored
 
     def _round_trip(self, method: str, path: str, body: Optional[bytes], deadline: Optional[float],
                     on_failure: Optional[Callable[[BaseException], None]]) -> Tuple[int, Any]:
@@ -338,38 +283,23 @@ class Client(ForkAware, NotCopyable):
                     if on_failure is not None:
                         on_failure(e)
                     continue
-                if 200 <= ans.status < 300:
-                    try:
-                        doc = json.loads(ans.body) if ans.body.strip() else None
-                    except (ValueError, RecursionError):
-                        doc = None
-                    if doc is None and method != "DELETE":
-                        raise TicketdError(f"ticketd: {ep.base} answered {method} {path} with {ans.status} "
-                                           f"and a body that is not JSON", status=ans.status, endpoint=ep.base)
-                    self._preferred = self._leader_or(idx, ans)
-                    return ans.status, doc
-                err = error_from_answer(ans.status, problem_of(ans.status, ans.body), ep.base)
-                if not is_retryable_status(ans.status):
-                    self._preferred = self._leader_or(idx, ans)
-                    raise err
-                last = err
-                retry_after = max(retry_after, parse_retry_after(ans.headers.get("retry-after")))
+                v = judge(method, path, ep, ans)
+                if v.final:
+                    self._preferred = leader_index(self._endpoints, idx, ans.headers)
+                    if v.error is not None:
+                        raise v.error
+                    return v.status, v.doc
+                last = err = v.error
+                assert err is not None
+                retry_after = max(retry_after, v.retry_after)
                 if on_failure is not None:
                     on_failure(err)
             if deadline is not None and time.monotonic() >= deadline:
-                raise Unavailable(f"ticketd: no endpoint could serve {method} {path} within the call timeout"
-                                  + (f"; last failure: {last}" if last else ""), last=last)
+                raise out_of_time(method, path, last)
             k += 1
             wait = max(self._backoff_wait(k), retry_after)
             if deadline is not None:
                 wait = min(wait, max(deadline - time.monotonic(), 0.0))
             if closed.wait(wait):
                 raise Closed("ticketd: the client is closed")
-
-
-def _sequence_info(doc: Any) -> SequenceInfo:
-    try:
-        return SequenceInfo(doc["name"], doc.get("next"), doc["start"], doc["max"], doc["remaining"])
-    except (KeyError, TypeError, AttributeError):
-        raise TicketdError(f"ticketd: a sequence's description was expected, got {doc!r}") from None
 

@@ -35,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass
 from time import monotonic as _now  # a global, not time.monotonic: one lookup less in next()
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._block import Block
 from ._host import HandleHost
@@ -361,8 +361,7 @@ class SnowflakeRemote(ForkAware, NotCopyable):
                     return batch
                 problem = problem_of(ans.status, ans.body)
                 err = error_from_answer(ans.status, problem, base)
-                route_unknown = problem.get("type") == "urn:ticketd:problem:route-not-found" or ans.status == 405
-                if not is_retryable_status(ans.status) and not route_unknown:
+                if answer_is_final(ans.status, problem):
                     raise err
                 ra = parse_retry_after(ans.headers.get("retry-after"))
                 if ra > 0:
@@ -387,31 +386,60 @@ class SnowflakeRemote(ForkAware, NotCopyable):
             return TicketdError(f"ticketd: {base} answered Snowflake IDs of {self._ns!r} that are refused: {why}",
                                 endpoint=base)
 
-        if not isinstance(doc, dict):
-            raise refuse("the answer is not a JSON object")
-        if doc.get("namespace") != self._ns:
-            raise refuse(f"the answer is for namespace {doc.get('namespace')!r}")
-        ids = doc.get("ids")
-        if not isinstance(ids, list) or len(ids) != count:
-            raise refuse(f"{len(ids) if isinstance(ids, list) else 'no'} IDs for {count} asked")
-        prev = -1
-        for i, v in enumerate(ids):
-            if type(v) is not int or v <= prev or v > MAX_ID:
-                raise refuse(f"ID {v!r} at {i} does not increase, or is no signed 64-bit integer")
-            prev = v
-        worker = doc.get("worker_id")
-        if type(worker) is not int:
-            worker = -1
+        try:
+            ids, worker = check_batch(doc, self._ns, count)
+        except ValueError as e:
+            raise refuse(str(e)) from None
         with self._mu:
-            # A node that lost its lease as it answered names worker id -1: not checkable.
-            h = self._highest.get(worker)
-            if worker >= 0 and h is not None and ids[0] <= h:
+            why = worker_refusal(self._highest, worker, ids)
+            if why:
                 self.refused += 1
-                raise TicketdError(f"ticketd: {base} answered Snowflake IDs of {self._ns!r} from {ids[0]} under "
-                                   f"worker id {worker}, not above {h}, already received under it; refused",
+                raise TicketdError(f"ticketd: {base} answered Snowflake IDs of {self._ns!r} {why}; refused",
                                    endpoint=base)
-            if worker >= 0:
-                self._highest[worker] = ids[-1]
             self.fetches += 1
             self._rr = (idx + 1) % len(self._client._endpoints)  # the next fetch goes to the next node
         return _Batch(ids)
+
+
+def check_batch(doc: Any, namespace: str, count: int) -> Tuple[List[int], int]:
+    """The IDs and worker id of a node's answer to a fetch of count IDs of
+    namespace, or ValueError saying why the answer is refused: it must hold
+    count IDs of this namespace, strictly increasing signed 64-bit integers.
+    The worker id is -1 when the answer names none (a node that lost its
+    lease as it answered): such IDs cannot be checked against earlier ones."""
+    if not isinstance(doc, dict):
+        raise ValueError("the answer is not a JSON object")
+    if doc.get("namespace") != namespace:
+        raise ValueError(f"the answer is for namespace {doc.get('namespace')!r}")
+    ids = doc.get("ids")
+    if not isinstance(ids, list) or len(ids) != count:
+        raise ValueError(f"{len(ids) if isinstance(ids, list) else 'no'} IDs for {count} asked")
+    prev = -1
+    for i, v in enumerate(ids):
+        if type(v) is not int or v <= prev or v > MAX_ID:
+            raise ValueError(f"ID {v!r} at {i} does not increase, or is no signed 64-bit integer")
+        prev = v
+    worker = doc.get("worker_id")
+    return ids, worker if type(worker) is int else -1
+
+
+def answer_is_final(status: int, problem: Dict[str, Any]) -> bool:
+    """Whether a fetch's non-2xx answer ends the fetch. A node that does not
+    know the route (an older release, mid-upgrade) is passed over as a busy
+    one is: another node may serve."""
+    route_unknown = problem.get("type") == "urn:ticketd:problem:route-not-found" or status == 405
+    return not is_retryable_status(status) and not route_unknown
+
+
+def worker_refusal(highest: Dict[int, int], worker: int, ids: List[int]) -> str:
+    """Why ids, answered under worker id worker, are refused ('' if they are
+    not), given the highest ID received under each worker id so far; records
+    ids as received when they are not refused. Under one worker id, IDs only
+    grow: one not above what was received before was handed out before."""
+    if worker < 0:
+        return ""  # a node that lost its lease as it answered names worker id -1: not checkable
+    h = highest.get(worker)
+    if h is not None and ids[0] <= h:
+        return f"from {ids[0]} under worker id {worker}, not above {h}, already received under it"
+    highest[worker] = ids[-1]
+    return ""
