@@ -65,8 +65,14 @@ type Config struct {
 	// Bootstrap starts a new single-node cluster when DataDir is empty.
 	Bootstrap bool
 	// InitialCluster bootstraps a new cluster of these voters when DataDir
-	// is empty; every node of the new cluster gets the identical list.
+	// is empty; every node of the new cluster gets the identical list. A
+	// node it does not name bootstraps nothing and must have WillJoin: the
+	// list then names the seeds of a cluster this node joins, as every pod
+	// of a StatefulSet gets the same seeds whatever its ordinal.
 	InitialCluster []Peer
+	// WillJoin says that this node, when it is in no configuration, asks an
+	// existing cluster to add it (server.Start sets it from its Join).
+	WillJoin bool
 
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
@@ -140,6 +146,17 @@ type Config struct {
 	RaftLogLevel slog.Level
 }
 
+// seed reports whether InitialCluster names this node: one of the voters
+// that bootstrap the cluster on empty data dirs.
+func (c Config) seed() bool {
+	for _, p := range c.InitialCluster {
+		if p.ID == c.ID {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultConfig returns production timings. Heartbeat and election timeouts
 // are half of hashicorp/raft's defaults: a failover costs about one to two
 // election timeouts of unavailability, and on a LAN 500 ms is still tens of
@@ -180,16 +197,12 @@ func (c Config) Validate() error {
 	if c.Bootstrap && len(c.InitialCluster) > 0 {
 		errs = append(errs, errors.New("bootstrap and initial cluster are exclusive: bootstrap starts a single-node cluster"))
 	}
-	if len(c.InitialCluster) > 0 {
-		found := false
-		for _, p := range c.InitialCluster {
-			if p.ID == c.ID {
-				found = true
-			}
-		}
-		if !found {
-			errs = append(errs, fmt.Errorf("initial cluster does not name this node's id %q", c.ID))
-		}
+	if len(c.InitialCluster) > 0 && !c.seed() && !c.WillJoin {
+		// Without a join the node would wait, forever, for someone to
+		// add it: most likely its id or the list is mistyped.
+		errs = append(errs, fmt.Errorf("initial cluster does not name this node's id %q, and no join address is given: "+
+			"add %s=<raft host:port> to --initial-cluster if this node is one of those that start the cluster, "+
+			"or give --join with the API URLs of its members to join the cluster they start", c.ID, c.ID))
 	}
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.CommitTimeout <= 0 {
 		errs = append(errs, errors.New("raft timeouts must be positive"))

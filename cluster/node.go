@@ -331,6 +331,11 @@ func (n *Node) bootstrap(rc *raft.Config) error {
 	switch {
 	case n.cfg.Bootstrap:
 		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: raft.ServerAddress(n.mux.advertise.String())}}
+	case len(n.cfg.InitialCluster) > 0 && !n.cfg.seed():
+		// Not a seed (Validate lets it through only with WillJoin): the
+		// seeds bootstrap, and this node is added to what they start.
+		n.log.Info("not in the initial cluster: bootstrapping nothing, joining the cluster its seeds start", "seeds", len(n.cfg.InitialCluster))
+		return nil
 	case len(n.cfg.InitialCluster) > 0:
 		for _, p := range n.cfg.InitialCluster {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
@@ -343,6 +348,21 @@ func (n *Node) bootstrap(rc *raft.Config) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	return nil
+}
+
+// Configuration returns the servers of the latest Raft configuration this
+// node holds (none before it bootstraps or is added): its own copy, which a
+// removal the node never received leaves behind.
+func (n *Node) Configuration() ([]Peer, error) {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, mapRaftError(err)
+	}
+	var out []Peer
+	for _, s := range cf.Configuration().Servers {
+		out = append(out, Peer{ID: string(s.ID), RaftAddr: string(s.Address)})
+	}
+	return out, nil
 }
 
 // ID returns this node's ID.

@@ -39,8 +39,11 @@ type Config struct {
 	// Version is what the Redis-protocol front reports (HELLO, INFO).
 	Version string
 
-	// Join lists API URLs of existing members; a node that is in no Raft
-	// configuration yet asks them to add it.
+	// Join lists API URLs of existing members. At start the node asks the
+	// cluster through them to have it in its configuration, and so joins
+	// when it is in none, or in no longer than its own copy says (it was
+	// removed while it was down): see membershipLoop. A node that
+	// Cluster.InitialCluster does not name needs it.
 	Join []string
 	// Standby, if set, makes the node join as the cluster's
 	// disaster-recovery standby (issue #34): a non-voting member that
@@ -152,6 +155,7 @@ func (c Config) Validate() error {
 	}
 	cc := c.Cluster
 	cc.HTTPAdvertise = advertise
+	cc.WillJoin = len(c.Join) > 0
 	if err := cc.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -188,7 +192,7 @@ func (c Config) Validate() error {
 		case len(c.Join) == 0:
 			errs = append(errs, errors.New("a standby joins an existing cluster: give --join"))
 		case c.Cluster.Bootstrap || len(c.Cluster.InitialCluster) > 0:
-			errs = append(errs, errors.New("a standby joins an existing cluster: it cannot bootstrap one or be in --initial-cluster"))
+			errs = append(errs, errors.New("a standby joins an existing cluster: it cannot bootstrap one or take a seed list (drop --bootstrap and --initial-cluster)"))
 		case c.RESPAddr != "" || c.RESPListener != nil:
 			errs = append(errs, errors.New("a standby issues no IDs: it serves no Redis-protocol front (drop --resp-addr)"))
 		case len(c.SnowflakeNamespaces) > 0:
