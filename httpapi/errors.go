@@ -86,7 +86,7 @@ func subjectOf(p string) subject {
 	switch {
 	case strings.HasPrefix(p, "/v1/namespaces"), strings.HasPrefix(p, "/v1/inspect/snowflake"):
 		return aboutNamespace
-	case strings.HasPrefix(p, "/v1/cluster/members"):
+	case strings.HasPrefix(p, "/v1/cluster/members"), p == "/v1/cluster/leader":
 		return aboutMember
 	case strings.HasPrefix(p, "/v1/restore"), strings.HasPrefix(p, "/v1/backup"), p == "/v1/cluster/snapshot":
 		return aboutCluster

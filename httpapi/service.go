@@ -210,6 +210,7 @@ func New(cfg Config) *Service {
 	v1.POST("/cluster/members", s.join, limit, admin, lead)
 	v1.PUT("/cluster/members/:id", s.updateMember, limit, admin, lead)
 	v1.DELETE("/cluster/members/:id", s.remove, limit, admin, lead)
+	v1.POST("/cluster/leader", s.transferLeader, limit, admin, lead)
 	v1.GET("/backup", s.backup, bulk, limit, admin, lead)
 	v1.POST("/restore", s.restore, bulk, limit, admin, lead)
 

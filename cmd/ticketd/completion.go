@@ -45,6 +45,7 @@ var completionCommands = []completionCommand{
 	{"status", "show the cluster and capacity left", withClient(outputFlagNames...)},
 	{"join", "add a node", withClient("id", "raft-addr", "http-addr", "standby", "standby-bound", "standby-timeout")},
 	{"remove", "remove a node", withClient()},
+	{"leader", "hand leadership to a named voter", withClient("to")},
 	{"namespaces", "Snowflake namespaces and their leases", withClient("create", "preset", "horizon-years", "leases", "o", "output")},
 	{"ids", "Snowflake IDs of a namespace, one a line", withClient("n", "o", "output")},
 	{"inspect", "decode a Snowflake ID or locate a range ID", withClient("namespace", "sequence")},
@@ -138,6 +139,9 @@ _ticketd() {
 				"                2) COMPREPLY=($(compgen -W \"ca cert init\" -- \"${cur}\")); return 0 ;;\n" +
 				"                3) [[ ${COMP_WORDS[2]} != init ]] && { COMPREPLY=($(compgen -W \"create\" -- \"${cur}\")); return 0; } ;;\n" +
 				"            esac\n            flags=\"" + dashed(c.flags) + "\" ;;\n")
+		case c.name == "leader":
+			b.WriteString("        leader)\n            if [[ ${COMP_CWORD} -eq 2 ]]; then COMPREPLY=($(compgen -W \"transfer\" -- \"${cur}\")); return 0; fi\n" +
+				"            flags=\"" + dashed(c.flags) + "\" ;;\n")
 		default:
 			fmt.Fprintf(&b, "        %s) flags=%q ;;\n", c.name, dashed(c.flags))
 		}
@@ -192,6 +196,9 @@ _ticketd() {
 		case "tls":
 			b.WriteString("        tls)\n            if (( CURRENT == 3 )); then compadd ca cert init; return; fi\n" +
 				"            if (( CURRENT == 4 )) && [[ ${words[3]} != init ]]; then compadd create; return; fi\n" +
+				"            flags=(" + dashed(c.flags) + ") ;;\n")
+		case "leader":
+			b.WriteString("        leader)\n            if (( CURRENT == 3 )); then compadd transfer; return; fi\n" +
 				"            flags=(" + dashed(c.flags) + ") ;;\n")
 		default:
 			fmt.Fprintf(&b, "        %s) flags=(%s) ;;\n", c.name, dashed(c.flags))

@@ -45,6 +45,8 @@ func TestCompletionBash_CompletesCommandsFlagsAndOutputFormats(t *testing.T) {
 		{"ticketd tls c", "ca cert"},
 		{"ticketd tls ca cr", "create"},
 		{"ticketd completion ''", "bash zsh"},
+		{"ticketd leader ''", "transfer"},
+		{"ticketd leader transfer --t", "--timeout --token-file --to"},
 	} {
 		words := strings.Fields(c.words)
 		drive := "source " + script + "; COMP_WORDS=(" + strings.Join(words, " ") + "); COMP_CWORD=" +

@@ -8,6 +8,7 @@
 //	ticketd status
 //	ticketd join    --id n4 --raft-addr ... --http-addr ...
 //	ticketd remove  ID
+//	ticketd leader transfer --to ID
 //	ticketd backup  --out FILE
 //	ticketd restore --in FILE --advance N
 //	ticketd tls ca create | tls cert create --node ID
@@ -55,6 +56,7 @@ usage:
   ticketd status                                 show the cluster as a node sees it, and capacity left
   ticketd join      --id ID --raft-addr A --http-addr H   add a node
   ticketd remove    ID                           remove a node
+  ticketd leader transfer --to ID                hand leadership to the voter ID and wait until it leads
   ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases]
                                                  Snowflake namespaces and their worker-id leases
   ticketd ids       NS [-n N] [-o json]          N Snowflake IDs of a namespace, one a line, made by any node
@@ -97,6 +99,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = joinCmd(args[1:], stdout, stderr)
 	case "remove":
 		err = removeCmd(args[1:], stdout, stderr)
+	case "leader":
+		err = leaderCmd(args[1:], stdout, stderr)
 	case "backup":
 		err = backupCmd(args[1:], stdout, stderr)
 	case "ids":
