@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The client libraries' conformance suite (issue 33; clients/conformance/README.md).
 #
-#   scripts/conformance.sh                 # go, python and java: VALID runs (what CI runs)
+#   scripts/conformance.sh                 # go, python, python-asyncio and java: VALID runs (what CI runs)
 #   scripts/conformance.sh go python       # some of them
 #   scripts/conformance.sh --planted [...] # and each language's planted bugs, which must be caught
 #
@@ -29,7 +29,7 @@ if [[ ${1:-} == --planted ]]; then
 fi
 langs=("$@")
 if (( ${#langs[@]} == 0 )); then
-  langs=(go python java)
+  langs=(go python python-asyncio java)
 fi
 
 # Each language: its driver (after its build) and its planted bugs, each
@@ -37,6 +37,7 @@ fi
 declare -A plants=(
   [go]="reserve-descending unordered-share-subrange:--unordered"
   [python]="prefetch-stops-after-error caches-kept-across-fork:--fork"
+  [python-asyncio]="refill-wait-unshielded"
   [java]="range-twice-after-retry"
 )
 # Each language: the further runs it gets, each a harness flag (a run of its
@@ -46,10 +47,11 @@ declare -A plants=(
 declare -A modes=(
   [go]="--unordered"
   [python]="--fork"
+  [python-asyncio]=""
   [java]=""
 )
 for l in "${langs[@]}"; do
-  [[ -v plants[$l] ]] || { echo "conformance: unknown language '$l' (go, python, java)" >&2; exit 2; }
+  [[ -v plants[$l] ]] || { echo "conformance: unknown language '$l' (go, python, python-asyncio, java)" >&2; exit 2; }
 done
 
 # Fail before the long builds if a driver named is missing.
@@ -57,6 +59,7 @@ missing=0
 for l in "${langs[@]}"; do
   case $l in
     python) [[ -x clients/python/conformance/driver ]] || { echo "conformance: FAIL: python: no executable clients/python/conformance/driver" >&2; missing=1; } ;;
+    python-asyncio) [[ -x clients/python/conformance/aio-driver ]] || { echo "conformance: FAIL: python-asyncio: no executable clients/python/conformance/aio-driver" >&2; missing=1; } ;;
     java) [[ -x clients/java/build.sh ]] || { echo "conformance: FAIL: java: no executable clients/java/build.sh (it builds the Java driver)" >&2; missing=1; } ;;
   esac
 done
@@ -73,7 +76,7 @@ driver_of() {
     go)
       go build -o "$tmp/godriver" ./clients/conformance/godriver
       echo "$tmp/godriver" ;;
-    python)
+    python|python-asyncio)
       if [[ ! -x /usr/bin/python3 ]]; then
         if [[ $(id -u) == 0 ]]; then
           apt-get install -y python3 >&2 || { apt-get update >&2 && apt-get install -y python3 >&2; }
@@ -82,7 +85,11 @@ driver_of() {
           return 1
         fi
       fi
-      echo "$root/clients/python/conformance/driver" ;;
+      if [[ $1 == python ]]; then
+        echo "$root/clients/python/conformance/driver"
+      else
+        echo "$root/clients/python/conformance/aio-driver" # ticketd.aio: lanes as tasks of one event loop
+      fi ;;
     java)
       # build.sh installs its own Debian packages, builds the library and
       # the driver; the wrapper then runs java with that classpath.

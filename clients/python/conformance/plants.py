@@ -5,9 +5,11 @@ the library's private methods: never through the public API.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Callable, Dict, Optional
 
 from ticketd import Client, Range, TicketdError, Unavailable
+from ticketd.aio.sequence import AsyncSequence, _Refill as _AsyncRefill
 from ticketd.sequence import CachedSequence, _Refill
 
 
@@ -55,9 +57,26 @@ def _caches_kept_across_fork() -> None:
     Client._after_fork_in_child = lambda self: None  # type: ignore[method-assign]
 
 
+async def unshielded_wait_for_refill(self: AsyncSequence, a: _AsyncRefill, timeout: Optional[float]) -> bool:
+    """AsyncSequence._wait_for_refill without its shield: a waiter whose
+    call timeout passes cancels the refill's future, which every other
+    waiter awaits too. They end with CancelledError, and the refill's range
+    never reaches the cache."""
+    try:
+        await asyncio.wait_for(a.done, timeout)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+def _refill_wait_unshielded() -> None:
+    AsyncSequence._wait_for_refill = unshielded_wait_for_refill  # type: ignore[method-assign]
+
+
 PLANTS: Dict[str, Callable[[], None]] = {
     "prefetch-stops-after-error": _prefetch_stops_after_error,
     "caches-kept-across-fork": _caches_kept_across_fork,
+    "refill-wait-unshielded": _refill_wait_unshielded,  # the asyncio driver's
 }
 
 

@@ -11,11 +11,11 @@ from standin import Cluster
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance", "driver")
 
 
-def run_driver(cluster: Cluster, commands: str, plant: str = "") -> list:
+def run_driver(cluster: Cluster, commands: str, plant: str = "", driver: str = DRIVER) -> list:
     """Sends the commands, waits for their answers, then "0 close" alone (as the harness does)."""
     env = dict(os.environ, TICKETD_ADDR=",".join(cluster.addrs()), TICKETD_CONFORMANCE_CALL_TIMEOUT_MS="500",
                TICKETD_CONFORMANCE_ATTEMPT_TIMEOUT_MS="300", TICKETD_CONFORMANCE_PLANT=plant)
-    p = subprocess.Popen([DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+    p = subprocess.Popen([driver], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
     assert p.stdin is not None and p.stdout is not None
     out = [p.stdout.readline().rstrip("\n")]
     p.stdin.write(commands)

@@ -1,17 +1,57 @@
-"""What both clients' retry loops decide alike: how long to back off, which
-endpoint to ask next, and what an answer means (served, final, or worth
-another endpoint). The loops themselves differ only in how they wait: a
-thread blocks, a coroutine awaits."""
+"""The retry loop of a call, written once for both clients: which endpoint to
+ask, for how long, what an answer means (served, final, or worth another
+endpoint), and how long to back off between rounds.
+
+It is a plan, not a loop that does I/O (the "sans-I/O" shape of h11 and
+hyper-h2): a generator that yields the next step, an Attempt of one endpoint
+or a Pause, and is sent what came of it. The threaded Client carries the
+steps out by blocking, the AsyncClient by awaiting (run_plan here and in
+ticketd.aio); the decisions are the same lines for both.
+"""
 
 from __future__ import annotations
 
 import json
 import random
-from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
+import time
+from typing import Any, Callable, Generator, List, Mapping, NamedTuple, Optional, Protocol, Tuple, Type, TypeVar, Union
 
 from ._transport import Answer, Endpoint
 from ._wire import LEADER_HEADER, parse_retry_after, problem_of
-from .errors import TicketdError, Unavailable, error_from_answer, is_retryable_status
+from .errors import Closed, TicketdError, Unavailable, error_from_answer, is_retryable_status
+
+
+class Attempt(NamedTuple):
+    """Step: one exchange with endpoint idx, within timeout seconds. The plan
+    is sent the Answer, or the transport failure (an exception) it ended with."""
+
+    idx: int
+    timeout: float
+
+
+class Pause(NamedTuple):
+    """Step: wait seconds, or less if the client closes meanwhile. The plan is
+    sent whether it closed."""
+
+    seconds: float
+
+
+Step = Union[Attempt, Pause]
+Outcome = Union[Answer, BaseException, bool, None]
+R = TypeVar("R")
+Plan = Generator[Step, Outcome, R]
+
+
+class Caller(Protocol):
+    """What a call's plan reads of the client."""
+
+    _endpoints: List[Endpoint]
+    _timeout: float
+    _backoff: Tuple[float, float]
+    _preferred: int
+
+    @property
+    def closed(self) -> bool: ...
 
 
 def backoff_wait(backoff: Tuple[float, float], k: int) -> float:
@@ -63,3 +103,74 @@ def judge(method: str, path: str, ep: Endpoint, ans: Answer) -> Verdict:
 def out_of_time(method: str, path: str, last: Optional[BaseException]) -> Unavailable:
     return Unavailable(f"ticketd: no endpoint could serve {method} {path} within the call timeout"
                        + (f"; last failure: {last}" if last else ""), last=last)
+
+
+def call_plan(c: Caller, method: str, path: str, deadline: Optional[float],
+              on_failure: Optional[Callable[[BaseException], None]]) -> Plan[Tuple[int, Any]]:
+    """One call: sends until an endpoint serves, a final answer comes, the
+    deadline passes (Unavailable) or the client closes (Closed). Each round
+    tries every endpoint once from the one that answered last; between
+    rounds it backs off, at least as long as any Retry-After asked."""
+    last: Optional[BaseException] = None
+    n = len(c._endpoints)
+    k = 0
+    while True:
+        retry_after = 0.0
+        start = c._preferred
+        for j in range(n):
+            if c.closed:
+                raise Closed("ticketd: the client is closed")
+            timeout = c._timeout
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
+                if timeout <= 0:
+                    break
+            idx = (start + j) % n
+            got = yield Attempt(idx, timeout)
+            if not isinstance(got, Answer):
+                assert isinstance(got, BaseException)
+                if c.closed:
+                    raise Closed("ticketd: the client is closed") from None
+                last = got
+                if on_failure is not None:
+                    on_failure(got)
+                continue
+            v = judge(method, path, c._endpoints[idx], got)
+            if v.final:
+                c._preferred = leader_index(c._endpoints, idx, got.headers)
+                if v.error is not None:
+                    raise v.error
+                return v.status, v.doc
+            last = err = v.error
+            assert err is not None
+            retry_after = max(retry_after, v.retry_after)
+            if on_failure is not None:
+                on_failure(err)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise out_of_time(method, path, last)
+        k += 1
+        wait = max(backoff_wait(c._backoff, k), retry_after)
+        if deadline is not None:
+            wait = min(wait, max(deadline - time.monotonic(), 0.0))
+        if (yield Pause(wait)):
+            raise Closed("ticketd: the client is closed")
+
+
+def run_plan(plan: Plan[R], attempt: Callable[[Attempt], Answer], pause: Callable[[float], bool],
+             transport_errors: Tuple[Type[BaseException], ...]) -> R:
+    """Carries a plan out by blocking: attempt(step) for an Attempt (its
+    transport_errors sent to the plan as what came of it), pause(seconds)
+    for a Pause. What the plan returns, or raises."""
+    got: Outcome = None
+    while True:
+        try:
+            step = plan.send(got)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if isinstance(step, Pause):
+            got = pause(step.seconds)
+            continue
+        try:
+            got = attempt(step)
+        except transport_errors as e:
+            got = e

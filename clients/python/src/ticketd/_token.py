@@ -3,12 +3,15 @@ that a rotated token is used from the next request on (issue 46, part 5)."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+import inspect
+from typing import Awaitable, Callable, Optional, Union
 
 from .errors import InvalidArgument, TicketdError
 
 # What Client(token=...) accepts.
 TokenSource = Union[str, Callable[[], str]]
+# What AsyncClient(token=...) accepts: also a coroutine function.
+AsyncTokenSource = Union[str, Callable[[], str], Callable[[], Awaitable[str]]]
 
 
 def check_token(value: object, what: str) -> str:
@@ -46,6 +49,39 @@ def authorization(token: Optional[TokenSource]) -> Optional[Callable[[], str]]:
         except Exception as e:
             # Every error a call raises is a TicketdError; the callable's own
             # stays reachable as the cause.
+            raise TicketdError(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
+        return "Bearer " + check_token(value, f"the token returned by {_name(source)}")
+
+    return ask
+
+
+def async_authorization(token: Optional[AsyncTokenSource]) -> Optional[Callable[[], Awaitable[str]]]:
+    """authorization() for the AsyncClient: the callable may also be a
+    coroutine function (or return an awaitable), awaited on every request,
+    so that a token can come from a vault over the network without blocking
+    the event loop."""
+    if token is None:
+        return None
+    if isinstance(token, str) or not callable(token):
+        fixed = authorization(token)  # checked, or refused, there
+        if fixed is None:
+            return None
+        header = fixed()
+
+        async def constant() -> str:
+            return header
+
+        return constant
+    source = token
+
+    async def ask() -> str:
+        try:
+            value = source()
+            if inspect.isawaitable(value):
+                value = await value
+        except TicketdError:
+            raise
+        except Exception as e:  # not CancelledError: a cancelled call stays cancelled
             raise TicketdError(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
         return "Bearer " + check_token(value, f"the token returned by {_name(source)}")
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, List, Optional, Sequence as Seq, Tuple, TypeVa
 
 from ._process import ForkAware, NotCopyable, reset_in_forked_child
 from ._options import parse_options
-from ._retry import backoff_wait, judge, leader_index, out_of_time
+from ._retry import call_plan, run_plan
 from ._token import TokenSource, authorization
 from ._transport import Answer, Pool
 from ._wire import (  # noqa: F401 (re-exported: ticketd.client.X as before)
@@ -237,9 +237,6 @@ class Client(ForkAware, NotCopyable):
 
     # -- the retry loop ----------------------------------------------------
 
-    def _backoff_wait(self, k: int) -> float:
-        return backoff_wait(self._backoff, k)
-
     def _attempt(self, idx: int, method: str, path: str, body: Optional[bytes], timeout: float) -> Answer:
         """One HTTP exchange with an endpoint. Raises OSError or HTTPException
         for a transport failure, a TicketdError (final) when the token
@@ -253,53 +250,8 @@ class Client(ForkAware, NotCopyable):
 
     def _round_trip(self, method: str, path: str, body: Optional[bytes], deadline: Optional[float],
                     on_failure: Optional[Callable[[BaseException], None]]) -> Tuple[int, Any]:
-        """Sends until an endpoint serves, a final answer comes, the deadline
-        passes (Unavailable) or the client closes (Closed). Each round tries
-        every endpoint once from the one that answered last; between rounds it
-        waits with backoff, at least any Retry-After."""
-        closed = self._bg.closed
-        last: Optional[BaseException] = None
-        n = len(self._endpoints)
-        k = 0
-        while True:
-            retry_after = 0.0
-            start = self._preferred
-            for j in range(n):
-                if closed.is_set():
-                    raise Closed("ticketd: the client is closed")
-                timeout = self._timeout
-                if deadline is not None:
-                    timeout = min(timeout, deadline - time.monotonic())
-                    if timeout <= 0:
-                        break
-                idx = (start + j) % n
-                ep = self._endpoints[idx]
-                try:
-                    ans = self._attempt(idx, method, path, body, timeout)
-                except (OSError, http.client.HTTPException) as e:
-                    if closed.is_set():
-                        raise Closed("ticketd: the client is closed") from None
-                    last = e
-                    if on_failure is not None:
-                        on_failure(e)
-                    continue
-                v = judge(method, path, ep, ans)
-                if v.final:
-                    self._preferred = leader_index(self._endpoints, idx, ans.headers)
-                    if v.error is not None:
-                        raise v.error
-                    return v.status, v.doc
-                last = err = v.error
-                assert err is not None
-                retry_after = max(retry_after, v.retry_after)
-                if on_failure is not None:
-                    on_failure(err)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise out_of_time(method, path, last)
-            k += 1
-            wait = max(self._backoff_wait(k), retry_after)
-            if deadline is not None:
-                wait = min(wait, max(deadline - time.monotonic(), 0.0))
-            if closed.wait(wait):
-                raise Closed("ticketd: the client is closed")
-
+        """The call's plan (_retry.call_plan) carried out by this thread:
+        attempts block on the socket, pauses wait on the close event."""
+        return run_plan(call_plan(self, method, path, deadline, on_failure),
+                        lambda a: self._attempt(a.idx, method, path, body, a.timeout),
+                        self._bg.closed.wait, (OSError, http.client.HTTPException))

@@ -108,6 +108,24 @@ def _clamp(f: float, lo: int, hi: int) -> int:
     return int(math.ceil(f))
 
 
+def check_options(coverage: float, min_range: int, max_range: int) -> None:
+    """Refuses a cache's tuning that cannot work, saying why."""
+    if not (isinstance(coverage, (int, float)) and coverage > 0):
+        raise InvalidArgument(f"coverage must be positive seconds, got {coverage!r}")
+    if not (isinstance(min_range, int) and isinstance(max_range, int)
+            and 1 <= min_range <= max_range <= MAX_RESERVE_COUNT):
+        raise InvalidArgument(f"want 1 <= min_range <= max_range <= {MAX_RESERVE_COUNT}, "
+                              f"got {min_range!r}, {max_range!r}")
+
+
+def not_above(r: Range, highest: int, name: str, holder: str) -> TicketdError:
+    """The refusal of a range r of sequence name that is not above highest,
+    the last ID of the newest range holder received: its IDs, or some, were
+    handed out before."""
+    return TicketdError(f"ticketd: the server answered range {r.first}..{r.last} of {name!r}, "
+                        f"not above {highest}, an ID this {holder} already had; refused")
+
+
 class _Refill:
     """One background reservation; done is set when it ends."""
 
@@ -119,7 +137,101 @@ class _Refill:
         self.last_error: Optional[BaseException] = None
 
 
-class CachedSequence(ForkAware, NotCopyable):
+class RangeCache:
+    """The state of a cache of ranges and what is decided on it, without
+    locks or I/O, for CachedSequence (which holds its locks around these
+    methods) and ticketd.aio's AsyncSequence (whose event loop runs one task
+    at a time): the current range (IDs _at.._end-1 left; the taker of _trig
+    starts the refill, 0 for none, as IDs are positive), the range fetched
+    ahead, the sizing, and the checks a refill's range passes to land."""
+
+    _name: str
+    _coverage: float
+    _min_range: int
+    _max_range: int
+    _sticky: Optional[TicketdError]  # Exhausted or Closed, once seen
+    # The last of the newest range received. Kept across a fork: the
+    # child's ranges are reserved after it, so they must be above it.
+    _highest: int
+
+    def _reset_cache(self) -> None:
+        self._at = 0
+        self._end = 0
+        self._trig = 0
+        self._cur_first = 0
+        self._nxt: Optional[Range] = None  # the range fetched ahead
+        self._retired = 0  # IDs of the ranges used up
+        self._sizer = _Sizer(self._coverage, self._min_range, self._max_range)
+        self._ran_dry = False
+        self._last_size = 0
+        self._refills = 0
+        self._waits = 0
+
+    def _cut_range(self, want: int) -> Optional[Tuple[Range, bool]]:
+        """Cuts up to want IDs of the current range: (the IDs, whether they
+        include the trigger), or None when it is used up."""
+        i = self._at
+        if i >= self._end:
+            return None
+        last = min(i + want, self._end) - 1
+        self._at = last + 1
+        return Range(i, last), i <= self._trig <= last
+
+    def _install_range(self, nr: Range) -> None:
+        """Makes nr the current range. Its trigger: where only low-water IDs
+        are left, or its first ID when it holds fewer (or the rate is not
+        known yet)."""
+        trig = nr.first
+        low = self._sizer.low_water()
+        if 0 < low < nr.size:
+            trig = nr.last + 1 - low
+        self._retired += self._end - self._cur_first
+        self._cur_first, self._at, self._end, self._trig = nr.first, nr.first, nr.last + 1, trig
+
+    def _refill_size(self) -> int:
+        """The size of the refill starting now, from the rate observed."""
+        self._sizer.observe(self._retired + self._taken(), time.monotonic())
+        size = self._sizer.size(self._ran_dry, self._last_size)
+        self._ran_dry = False
+        self._last_size = size
+        return size
+
+    def _land(self, r: Optional[Range], err: Optional[TicketdError], closed: bool) -> Optional[TicketdError]:
+        """What a refill that ended with range r or error err means: None once
+        r is fetched ahead, or the error its waiters get (Closed once closed;
+        a range not above one received before is refused; exhaustion sticks)."""
+        if closed or isinstance(self._sticky, Closed):
+            return Closed("ticketd: the client is closed")
+        if err is None and r is not None and r.first <= self._highest:
+            return not_above(r, self._highest, self._name, type(self).__name__)
+        if err is None and r is not None:
+            self._highest = r.last
+            self._refills += 1
+            self._nxt = r
+            return None
+        if isinstance(err, Exhausted):
+            self._sticky = err
+        return err
+
+    def _empty_cache(self) -> None:
+        """At close: what is left is never handed out."""
+        self._sticky = Closed("ticketd: the client is closed")
+        self._nxt = None
+        self._retired += self._end - self._cur_first
+        self._cur_first = self._at = self._end = self._trig = 0
+
+    def _cached_ids(self) -> int:
+        n = self._end - min(self._at, self._end)
+        if self._nxt is not None:
+            n += self._nxt.size
+        return n
+
+    def _taken(self) -> int:
+        """IDs cut from the current range."""
+        return min(self._at, self._end) - self._cur_first
+
+
+class CachedSequence(RangeCache, ForkAware, NotCopyable):
     """IDs of one sequence from a local cache of ranges; make it with
     Client.sequence(). Thread-safe: share one per sequence and process. A
     forked child's copy starts with an empty cache.
@@ -129,41 +241,23 @@ class CachedSequence(ForkAware, NotCopyable):
                  min_range: int = DEFAULT_MIN_RANGE, max_range: int = DEFAULT_MAX_RANGE) -> None:
         """See Client.sequence() for the arguments."""
         check_name(name)
-        if not (isinstance(coverage, (int, float)) and coverage > 0):
-            raise InvalidArgument(f"coverage must be positive seconds, got {coverage!r}")
-        if not (isinstance(min_range, int) and isinstance(max_range, int)
-                and 1 <= min_range <= max_range <= MAX_RESERVE_COUNT):
-            raise InvalidArgument(f"want 1 <= min_range <= max_range <= {MAX_RESERVE_COUNT}, "
-                                  f"got {min_range!r}, {max_range!r}")
+        check_options(coverage, min_range, max_range)
         self._client = client
         self._name = name
         self._coverage, self._min_range, self._max_range = float(coverage), min_range, max_range
-        self._sticky: Optional[TicketdError] = None  # Exhausted or Closed, once seen
-        # The last of the newest range received. Kept across a fork: the
-        # child's ranges are reserved after it, so they must be above it.
+        self._sticky = None
         self._highest = 0
         self._start_afresh()
 
     def _start_afresh(self) -> None:
         """An empty cache, no refill, fresh locks and counters: a new
         CachedSequence, and a forked child's copy (_after_fork_in_child)."""
-        # The current range: IDs _at.._end-1 are left; the taker of _trig
-        # starts the refill (0: none; IDs are positive). Guarded by _hot,
-        # which is held for nothing but cutting and installing.
+        # The current range is guarded by _hot, which is held for nothing
+        # but cutting and installing; the rest by _mu.
         self._hot = threading.Lock()
-        self._at = 0
-        self._end = 0
-        self._trig = 0
-        self._cur_first = 0
         self._mu = threading.Lock()
-        self._nxt: Optional[Range] = None  # the range fetched ahead
+        self._reset_cache()
         self._inflight: Optional[_Refill] = None
-        self._retired = 0  # IDs of the ranges used up
-        self._sizer = _Sizer(self._coverage, self._min_range, self._max_range)
-        self._ran_dry = False
-        self._last_size = 0
-        self._refills = 0
-        self._waits = 0
         self._waits_while_cached = 0
         self._streak = FailureStreak(f"refill of sequence {self._name!r}")
 
@@ -268,12 +362,7 @@ class CachedSequence(ForkAware, NotCopyable):
         """Cuts up to want IDs of the current range: (the IDs, whether they
         include the trigger), or None when it is used up."""
         with self._hot:
-            i = self._at
-            if i >= self._end:
-                return None
-            last = min(i + want, self._end) - 1
-            self._at = last + 1
-            return Range(i, last), i <= self._trig <= last
+            return self._cut_range(want)
 
     def _take_locked(self, want: int) -> Optional[Range]:
         while True:
@@ -289,15 +378,8 @@ class CachedSequence(ForkAware, NotCopyable):
             self._install_locked(nr)
 
     def _install_locked(self, nr: Range) -> None:
-        # The trigger: where only low-water IDs are left, or the first ID
-        # when the range holds fewer (or the rate is not known yet).
-        trig = nr.first
-        low = self._sizer.low_water()
-        if 0 < low < nr.size:
-            trig = nr.last + 1 - low
         with self._hot:
-            self._retired += self._end - self._cur_first
-            self._cur_first, self._at, self._end, self._trig = nr.first, nr.first, nr.last + 1, trig
+            self._install_range(nr)
 
     def _prefetch(self) -> None:
         with self._mu:
@@ -308,10 +390,7 @@ class CachedSequence(ForkAware, NotCopyable):
             self._start_refill_locked()
 
     def _start_refill_locked(self) -> Optional[_Refill]:
-        self._sizer.observe(self._retired + self._taken(), time.monotonic())
-        size = self._sizer.size(self._ran_dry, self._last_size)
-        self._ran_dry = False
-        self._last_size = size
+        size = self._refill_size()
         a = _Refill()
         if not self._client._bg.start(f"ticketd-refill-{self._name}", lambda: self._run_refill(a, size)):
             return None
@@ -345,17 +424,7 @@ class CachedSequence(ForkAware, NotCopyable):
 
     def _finish_refill(self, a: _Refill, r: Optional[Range], err: Optional[TicketdError]) -> None:
         with self._mu:
-            if self._client.closed or isinstance(self._sticky, Closed):
-                err = Closed("ticketd: the client is closed")
-            elif err is None and r is not None and r.first <= self._highest:
-                err = TicketdError(f"ticketd: the server answered range {r.first}..{r.last} of {self._name!r}, "
-                                   f"not above {self._highest}, an ID this CachedSequence already had; refused")
-            elif err is None and r is not None:
-                self._highest = r.last
-                self._refills += 1
-                self._nxt = r
-            elif isinstance(err, Exhausted):
-                self._sticky = err
+            err = self._land(r, err, self._client.closed)
             a.error = err
             self._inflight = None
             a.done.set()
@@ -365,19 +434,8 @@ class CachedSequence(ForkAware, NotCopyable):
             self._streak.failed(err)  # a final answer (401 after a token rotation, exhaustion)
 
     def _close_from_client(self) -> None:
-        with self._mu:
-            self._sticky = Closed("ticketd: the client is closed")
-            self._nxt = None
-            with self._hot:  # what is left is never handed out
-                self._retired += self._end - self._cur_first
-                self._cur_first = self._at = self._end = self._trig = 0
+        with self._mu, self._hot:
+            self._empty_cache()
 
     def _cached_locked(self) -> int:
-        n = self._end - min(self._at, self._end)
-        if self._nxt is not None:
-            n += self._nxt.size
-        return n
-
-    def _taken(self) -> int:
-        """IDs cut from the current range."""
-        return min(self._at, self._end) - self._cur_first
+        return self._cached_ids()

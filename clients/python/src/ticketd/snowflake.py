@@ -35,11 +35,13 @@ import threading
 import time
 from dataclasses import dataclass
 from time import monotonic as _now  # a global, not time.monotonic: one lookup less in next()
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, TypeVar
 
 from ._block import Block
 from ._host import HandleHost
 from ._log import FailureStreak
+from ._retry import Attempt, Pause, Plan, backoff_wait, run_plan
+from ._transport import Answer, Endpoint
 from ._process import ForkAware, NotCopyable
 from ._wire import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
 from .errors import (
@@ -101,22 +103,10 @@ class SnowflakeRemote(ForkAware, NotCopyable):
                  low_water: Optional[int] = None, max_age: Optional[float] = DEFAULT_MAX_AGE) -> None:
         """See Client.snowflake() for the arguments."""
         check_name(namespace, "namespace")
-        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_SNOWFLAKE_IDS:
-            raise InvalidArgument(f"batch must be an int between 1 and {MAX_SNOWFLAKE_IDS}, got {batch!r}")
-        if low_water is None:
-            low_water = batch // 2
-        if isinstance(low_water, bool) or not isinstance(low_water, int) or not 0 <= low_water <= batch:
-            raise InvalidArgument(f"low_water must be between 0 and the batch ({batch}), got {low_water!r}")
-        if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
-                                    or not 0 <= max_age < math.inf):
-            raise InvalidArgument(f"max_age must be seconds (a finite number > 0), or None or 0 for no limit; "
-                                  f"got {max_age!r}")
         self._client = client
         self._ns = namespace
-        self._path = f"/v1/namespaces/{path_segment(namespace)}/ids"
-        self._batch = batch
-        self._low = low_water
-        self._max_age = float(max_age) if max_age else None
+        self._path = ids_path(namespace)
+        self._batch, self._low, self._max_age = check_options(batch, low_water, max_age)
         self._closed = threading.Event()
         self._skip_until = [0.0] * len(client._endpoints)
         # Per worker id, the highest ID received. Kept across a fork: what
@@ -320,60 +310,13 @@ class SnowflakeRemote(ForkAware, NotCopyable):
         elif not isinstance(err, Closed):
             self._streak.failed(err)  # a final answer (401 after a token rotation, 404)
 
-    def _fetch(self, count: int, on_failure: Any) -> _Batch:
-        """Asks the nodes in turn until one serves a valid batch, an answer is
-        final, or the handle closes; between rounds it waits with the client's
-        backoff, and at least until some node may be asked again."""
+    def _fetch(self, count: int, on_failure: Callable[[BaseException], None]) -> _Batch:
+        """The fetch's plan (fetch_plan) carried out by this thread."""
         c = self._client
-        n = len(c._endpoints)
         body = json.dumps({"count": count}).encode()
-        k = 0
-        while True:
-            with self._mu:
-                start = self._rr
-            for j in range(n):
-                if self._is_closed():
-                    raise Closed("ticketd: the Snowflake handle or its client is closed")
-                idx = (start + j) % n
-                if self._skip_until[idx] > time.monotonic():
-                    continue
-                base = c._endpoints[idx].base
-                sent = _now()  # the IDs answered were made after this
-                try:
-                    ans = c._attempt(idx, "POST", self._path, body, c._timeout)
-                except (OSError, http.client.HTTPException) as e:
-                    if self._is_closed():
-                        raise Closed("ticketd: the Snowflake handle or its client is closed") from None
-                    if n > 1:
-                        # A node down or cut off would cost every fetch a timeout: rest it.
-                        self._skip_until[idx] = time.monotonic() + c._backoff[1]
-                    on_failure(e)
-                    continue
-                if 200 <= ans.status < 300:
-                    try:
-                        doc = json.loads(ans.body)
-                        batch = self._accept(idx, doc, count)
-                    except (ValueError, RecursionError, TicketdError) as e:
-                        on_failure(e)
-                        continue
-                    if self._max_age is not None:
-                        batch.expires = sent + self._max_age
-                    return batch
-                problem = problem_of(ans.status, ans.body)
-                err = error_from_answer(ans.status, problem, base)
-                if answer_is_final(ans.status, problem):
-                    raise err
-                ra = parse_retry_after(ans.headers.get("retry-after"))
-                if ra > 0:
-                    self._skip_until[idx] = time.monotonic() + ra
-                on_failure(err)
-            k += 1
-            wait = c._backoff_wait(k)
-            soonest = min(self._skip_until) - time.monotonic()
-            if soonest > 0:
-                wait = max(wait, soonest)
-            if self._closed.wait(wait) or c.closed:
-                raise Closed("ticketd: the Snowflake handle or its client is closed")
+        return run_plan(fetch_plan(self, count, on_failure),
+                        lambda a: c._attempt(a.idx, "POST", self._path, body, a.timeout),
+                        self._closed.wait, (OSError, http.client.HTTPException))
 
     def _accept(self, idx: int, doc: Any, count: int) -> _Batch:
         """Checks a node's answer: count IDs of this namespace, strictly
@@ -443,3 +386,112 @@ def worker_refusal(highest: Dict[int, int], worker: int, ids: List[int]) -> str:
         return f"from {ids[0]} under worker id {worker}, not above {h}, already received under it"
     highest[worker] = ids[-1]
     return ""
+
+
+def check_options(batch: int, low_water: Optional[int], max_age: Optional[float]) -> Tuple[int, int, Optional[float]]:
+    """A Snowflake handle's tuning, checked: (batch, low-water mark, maximum
+    age in seconds or None), the defaults filled in."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_SNOWFLAKE_IDS:
+        raise InvalidArgument(f"batch must be an int between 1 and {MAX_SNOWFLAKE_IDS}, got {batch!r}")
+    if low_water is None:
+        low_water = batch // 2
+    if isinstance(low_water, bool) or not isinstance(low_water, int) or not 0 <= low_water <= batch:
+        raise InvalidArgument(f"low_water must be between 0 and the batch ({batch}), got {low_water!r}")
+    if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
+                                or not 0 <= max_age < math.inf):
+        raise InvalidArgument(f"max_age must be seconds (a finite number > 0), or None or 0 for no limit; "
+                              f"got {max_age!r}")
+    return batch, low_water, float(max_age) if max_age else None
+
+
+def ids_path(namespace: str) -> str:
+    return f"/v1/namespaces/{path_segment(namespace)}/ids"
+
+
+class Expiring(Protocol):
+    expires: float
+
+
+B_co = TypeVar("B_co", bound=Expiring, covariant=True)
+
+
+class FetchHost(Protocol):
+    """What a fetch's plan reads of the client."""
+
+    @property
+    def _endpoints(self) -> List[Endpoint]: ...
+
+    @property
+    def _timeout(self) -> float: ...
+
+    @property
+    def _backoff(self) -> Tuple[float, float]: ...
+
+
+class Fetcher(Protocol[B_co]):
+    """What a fetch's plan reads of the handle (SnowflakeRemote, AsyncSnowflake)."""
+
+    @property
+    def _client(self) -> FetchHost: ...
+
+    _rr: int
+    _skip_until: List[float]
+    _max_age: Optional[float]
+
+    def _is_closed(self) -> bool: ...
+
+    def _accept(self, idx: int, doc: Any, count: int) -> B_co: ...
+
+
+def fetch_plan(h: Fetcher[B_co], count: int, on_failure: Callable[[BaseException], None]) -> Plan[B_co]:
+    """One fetch of count IDs (a plan, see ticketd._retry): asks the nodes in
+    turn from h._rr until one serves a valid batch, an answer is final, or
+    the handle closes; between rounds it waits with the client's backoff,
+    and at least until some node may be asked again. A node that failed at
+    the transport rests for the longest backoff (a node down or cut off
+    would cost every fetch a timeout), one that answered Retry-After for it."""
+    c = h._client
+    n = len(c._endpoints)
+    k = 0
+    while True:
+        start = h._rr
+        for j in range(n):
+            if h._is_closed():
+                raise Closed("ticketd: the Snowflake handle or its client is closed")
+            idx = (start + j) % n
+            if h._skip_until[idx] > time.monotonic():
+                continue
+            sent = time.monotonic()  # the IDs answered were made after this
+            got = yield Attempt(idx, c._timeout)
+            if not isinstance(got, Answer):
+                assert isinstance(got, BaseException)
+                if h._is_closed():
+                    raise Closed("ticketd: the Snowflake handle or its client is closed") from None
+                if n > 1:
+                    h._skip_until[idx] = time.monotonic() + c._backoff[1]
+                on_failure(got)
+                continue
+            if 200 <= got.status < 300:
+                try:
+                    batch = h._accept(idx, json.loads(got.body), count)
+                except (ValueError, RecursionError, TicketdError) as e:
+                    on_failure(e)
+                    continue
+                if h._max_age is not None:
+                    batch.expires = sent + h._max_age
+                return batch
+            problem = problem_of(got.status, got.body)
+            err = error_from_answer(got.status, problem, c._endpoints[idx].base)
+            if answer_is_final(got.status, problem):
+                raise err
+            ra = parse_retry_after(got.headers.get("retry-after"))
+            if ra > 0:
+                h._skip_until[idx] = time.monotonic() + ra
+            on_failure(err)
+        k += 1
+        wait = backoff_wait(c._backoff, k)
+        soonest = min(h._skip_until) - time.monotonic()
+        if soonest > 0:
+            wait = max(wait, soonest)
+        if (yield Pause(wait)) or h._is_closed():
+            raise Closed("ticketd: the Snowflake handle or its client is closed")
