@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ticketd/ticketd/api"
 )
@@ -62,12 +64,27 @@ func backupCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	co := clientFlags(fs)
-	out := fs.String("out", "", "file to write the backup to (required)")
+	out := fs.String("out", "", "file to write the backup to (or --out-dir)")
+	outDir := fs.String("out-dir", "", "directory to write a new backup to each run, named ticketd-<number>-<UTC time>.backup (or --out)")
+	keep := fs.Int("keep", 0, "with --out-dir: keep only the N backups of this naming with the highest numbers, removing older ones (0 keeps all)")
 	if _, err := flagsAnywhere(fs, args); err != nil {
 		return err
 	}
-	if *out == "" {
-		return usageError{"usage: ticketd backup --out FILE [--addr URL]"}
+	const use = "usage: ticketd backup (--out FILE | --out-dir DIR [--keep N]) [--addr URL]"
+	switch {
+	case *out != "" && *outDir != "":
+		return usageError{"--out and --out-dir are exclusive: --out writes one file (replacing it), --out-dir a new numbered file each run\n" + use}
+	case *out == "" && *outDir == "":
+		return usageError{use}
+	case *keep < 0:
+		return usageError{fmt.Sprintf("--keep %d: want 0 (keep every backup) or more", *keep)}
+	case *keep > 0 && *outDir == "":
+		return usageError{"--keep needs --out-dir: it prunes the backups that --out-dir writes\n" + use}
+	}
+	if *outDir != "" {
+		if err := checkBackupDir(*outDir); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *co.timeout)
 	defer cancel()
@@ -75,28 +92,33 @@ func backupCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Written to a temporary file and renamed, so a failed backup never
-	// leaves a truncated file where a good one is expected.
-	tmp := *out + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if *out != "" {
+		// Never a truncated file where a good one is expected.
+		if err := writeFileAtomic(*out, data, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d bytes to %s\n", len(data), *out)
+		return nil
+	}
+	name, err := nextBackupName(*outDir, time.Now())
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	path := filepath.Join(*outDir, name)
+	if err := writeFileAtomic(path, data, true); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	fmt.Fprintf(stdout, "wrote %d bytes to %s\n", len(data), path)
+	if *keep == 0 {
+		return nil
 	}
-	if err := f.Close(); err != nil {
-		return err
+	removed, err := pruneBackups(*outDir, *keep, name)
+	for _, r := range removed {
+		fmt.Fprintf(stdout, "removed %s (keeping the newest %d)\n", filepath.Join(*outDir, r), *keep)
 	}
-	if err := os.Rename(tmp, *out); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("the backup is written, but pruning older backups failed: %w", err)
 	}
-	fmt.Fprintf(stdout, "wrote %d bytes to %s\n", len(data), *out)
 	return nil
 }
 

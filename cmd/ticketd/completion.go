@@ -50,7 +50,7 @@ var completionCommands = []completionCommand{
 	{"ids", "Snowflake IDs of a namespace, one a line", withClient("n", "o", "output")},
 	{"inspect", "decode a Snowflake ID or locate a range ID", withClient("namespace", "sequence")},
 	{"audit", "run the uniqueness probe, or list the audit", withClient("list", "after-seq", "limit", "o", "output")},
-	{"backup", "write a consistent backup", withClient("out")},
+	{"backup", "write a consistent backup", withClient("out", "out-dir", "keep")},
 	{"restore", "seed a new, empty cluster from a backup", withClient("in", "advance")},
 	{"promote", "make a stopped standby a one-node cluster", []string{"data-dir", "id", "advance", "primary-lost-at", "max-clock-skew", "o"}},
 	{"tls", "make a cluster CA and certificates", []string{"dir", "key-dir", "days", "name", "ca", "ca-key", "ca-key-dir", "node", "client",
@@ -61,7 +61,7 @@ var completionCommands = []completionCommand{
 }
 
 // fileFlags take a file or directory name: completion offers file names after them.
-var fileFlags = []string{"data-dir", "token-file", "tokens-file", "ca", "cert", "key", "out", "in", "dir", "key-dir",
+var fileFlags = []string{"data-dir", "token-file", "tokens-file", "ca", "cert", "key", "out", "out-dir", "in", "dir", "key-dir",
 	"ca-key", "ca-key-dir", "raft-tls-ca", "raft-tls-cert", "raft-tls-key", "tls-ca", "tls-cert", "tls-key"}
 
 func completionCmd(args []string, stdout, stderr io.Writer) error {

@@ -9,7 +9,7 @@
 //	ticketd join    --id n4 --raft-addr ... --http-addr ...
 //	ticketd remove  ID
 //	ticketd leader transfer --to ID
-//	ticketd backup  --out FILE
+//	ticketd backup  --out FILE | --out-dir DIR [--keep N]
 //	ticketd restore --in FILE --advance N
 //	ticketd tls ca create | tls cert create --node ID
 //	ticketd completion bash|zsh
@@ -63,6 +63,7 @@ usage:
   ticketd inspect   (--namespace NS | --sequence SEQ) ID   decode a Snowflake ID / locate a range ID
   ticketd audit     [--list]                     run the uniqueness probe on the allocation audit
   ticketd backup    --out FILE                   write a consistent backup of every sequence
+  ticketd backup    --out-dir DIR [--keep N]     ... as a new numbered, timestamped file in DIR, keeping the newest N
   ticketd restore   --in FILE --advance N        seed a new, empty cluster from a backup
   ticketd promote   --data-dir DIR [--advance N] make a stopped standby a one-node cluster (disaster recovery)
   ticketd tls ca create   [--dir D]              make a cluster CA (certificate + key)
