@@ -80,7 +80,7 @@ scripts/resp-clients.sh
 # (Debian's python3-pytest; JUnit 5 through Maven with Debian's repository),
 # installed from Debian when missing.
 scripts/clients-test.sh
-# The client conformance suite (clients/conformance): the Go, Python and Java
+# The client conformance suite (clients/conformance): the Go, Python (threads and asyncio) and Java
 # libraries, each through its driver, against 3 ticketd processes while the
 # leader is killed and paused and nodes restart; no ID twice, order per
 # handle, a bounded wait, typed errors, recovery, a clean close; the Go SDK
