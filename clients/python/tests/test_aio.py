@@ -289,12 +289,38 @@ def test_a_coroutine_token_is_awaited_for_every_request(cluster: Cluster) -> Non
             await c.reserve("s", 1)
             n.token = current["token"] = "b" * 24  # rotated: the next request carries the new one
             await c.reserve("s", 1)
-            current["token"] = "not a token"
-            with pytest.raises(ticketd.InvalidArgument):
+            current["token"] = "not a token"  # retried until the call's bound, then Unavailable saying why
+            with pytest.raises(ticketd.Unavailable, match="a bearer token is visible ASCII only") as ei:
                 await c.reserve("s", 1)
+            assert isinstance(ei.value.last, ticketd.InvalidArgument)
 
     asyncio.run(main())
     assert asked[:2] == ["a" * 24, "b" * 24]
+
+
+def test_a_failing_token_coroutine_is_retried_within_the_call(cluster: Cluster) -> None:
+    n = cluster.node()
+    seq(cluster)
+    n.token = "good-token-good-token"
+    failures: List[Any] = [ConnectionError("vault unreachable"), ""]
+
+    async def token() -> str:
+        if failures:
+            f = failures.pop(0)
+            if isinstance(f, BaseException):
+                raise f
+            return str(f)
+        return "good-token-good-token"
+
+    async def main() -> None:
+        async with AsyncClient(cluster.addrs(), token=token, call_timeout=2, backoff=(0.01, 0.02)) as c:
+            assert (await c.reserve("s", 2)).size == 2
+            failures.extend([KeyError("sealed")] * 1000)
+            with pytest.raises(ticketd.Unavailable, match="raised KeyError") as ei:
+                await c.reserve("s", 1)
+            assert isinstance(ei.value.last, ticketd.TicketdError) and isinstance(ei.value.last.__cause__, KeyError)
+
+    asyncio.run(main())
 
 
 def test_a_new_loop_takes_over_once_the_first_has_closed(cluster: Cluster) -> None:

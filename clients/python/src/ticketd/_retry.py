@@ -11,14 +11,21 @@ ticketd.aio); the decisions are the same lines for both.
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import time
 from typing import Any, Callable, Generator, List, Mapping, NamedTuple, Optional, Protocol, Tuple, Type, TypeVar, Union
 
+from ._token import TokenFailure
 from ._transport import Answer, Endpoint
 from ._wire import LEADER_HEADER, parse_retry_after, problem_of
 from .errors import Closed, TicketdError, Unavailable, error_from_answer, is_retryable_status
+
+
+# What ends one attempt of the threaded client without an answer, to be
+# retried: a transport failure, or no token to send (see _token).
+ATTEMPT_FAILURES: Tuple[Type[BaseException], ...] = (OSError, http.client.HTTPException, TokenFailure)
 
 
 class Attempt(NamedTuple):

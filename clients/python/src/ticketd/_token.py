@@ -1,10 +1,18 @@
 """The bearer token: a fixed string, or a callable asked on every request so
-that a rotated token is used from the next request on (issue 46, part 5)."""
+that a rotated token is used from the next request on (issue 46, part 5).
+
+A fixed token that cannot be one is refused when the client is made. A
+callable that raises, or answers something that cannot be a token, fails
+that attempt as a node that did not answer does (a TokenFailure): it is
+retried with backoff, since a vault briefly sealed or a secret file caught
+mid-rewrite is usually over soon, and a call that never gets a token ends
+with Unavailable whose last failure says what was wrong. The Go SDK's
+WithBearerTokenFunc does the same."""
 
 from __future__ import annotations
 
 import inspect
-from typing import Awaitable, Callable, Optional, Union
+from typing import Awaitable, Callable, Optional, Type, Union
 
 from .errors import InvalidArgument, TicketdError
 
@@ -14,17 +22,25 @@ TokenSource = Union[str, Callable[[], str]]
 AsyncTokenSource = Union[str, Callable[[], str], Callable[[], Awaitable[str]]]
 
 
-def check_token(value: object, what: str) -> str:
-    """value if it can be a bearer token, else InvalidArgument saying what is
-    wrong with it. The value itself is never repeated: it may be a secret."""
+class TokenFailure(TicketdError):
+    """The token callable gave no token for an attempt: retried as a transport failure."""
+
+
+class BadTokenAnswer(TokenFailure, InvalidArgument):
+    """The token callable answered something that cannot be a bearer token."""
+
+
+def check_token(value: object, what: str, error: Type[InvalidArgument] = InvalidArgument) -> str:
+    """value if it can be a bearer token, else error saying what is wrong
+    with it. The value itself is never repeated: it may be a secret."""
     if not isinstance(value, str):
-        raise InvalidArgument(f"{what} must be a str, not {type(value).__name__}")
+        raise error(f"{what} must be a str, not {type(value).__name__}")
     if not value:
-        raise InvalidArgument(f"{what} is empty")
+        raise error(f"{what} is empty")
     for i, ch in enumerate(value):
         if not 0x21 <= ord(ch) <= 0x7E:
-            raise InvalidArgument(f"{what} has {ch!r} at {i}: a bearer token is visible ASCII only "
-                                  f"(no spaces, no line breaks)")
+            raise error(f"{what} has {ch!r} at {i}: a bearer token is visible ASCII only "
+                        f"(no spaces, no line breaks)")
     return value
 
 
@@ -49,8 +65,8 @@ def authorization(token: Optional[TokenSource]) -> Optional[Callable[[], str]]:
         except Exception as e:
             # Every error a call raises is a TicketdError; the callable's own
             # stays reachable as the cause.
-            raise TicketdError(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
-        return "Bearer " + check_token(value, f"the token returned by {_name(source)}")
+            raise TokenFailure(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
+        return "Bearer " + check_token(value, f"the token returned by {_name(source)}", BadTokenAnswer)
 
     return ask
 
@@ -82,8 +98,8 @@ def async_authorization(token: Optional[AsyncTokenSource]) -> Optional[Callable[
         except TicketdError:
             raise
         except Exception as e:  # not CancelledError: a cancelled call stays cancelled
-            raise TicketdError(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
-        return "Bearer " + check_token(value, f"the token returned by {_name(source)}")
+            raise TokenFailure(f"ticketd: the token callable {_name(source)} raised {type(e).__name__}: {e}") from e
+        return "Bearer " + check_token(value, f"the token returned by {_name(source)}", BadTokenAnswer)
 
     return ask
 

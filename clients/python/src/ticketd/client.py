@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import ssl
 import threading
 import time
@@ -11,7 +10,7 @@ from typing import Any, Callable, List, Optional, Sequence as Seq, Tuple, TypeVa
 
 from ._process import ForkAware, NotCopyable, reset_in_forked_child
 from ._options import parse_options
-from ._retry import call_plan, run_plan
+from ._retry import ATTEMPT_FAILURES, call_plan, run_plan
 from ._token import TokenSource, authorization
 from ._transport import Answer, Pool
 from ._wire import (  # noqa: F401 (re-exported: ticketd.client.X as before)
@@ -87,9 +86,10 @@ class Client(ForkAware, NotCopyable):
             one comma-separated string; default the TICKETD_ADDR variable.
         token: the bearer token, a str, or a callable returning one, called
             for every request so that a rotated token is used at once (keep
-            it cheap: a cached value); default TICKETD_TOKEN. A callable's
-            answer that is not a non-empty visible-ASCII str makes the call
-            fail with InvalidArgument.
+            it cheap: a cached value); default TICKETD_TOKEN. A callable that
+            raises, or answers no non-empty visible-ASCII str, fails that
+            attempt and is retried; a call that never gets a token ends with
+            Unavailable saying why.
         ca_file: the CA bundle for https endpoints; default TICKETD_CA.
         cert_file, key_file: a client certificate and its key.
         timeout: one HTTP attempt to one endpoint, in seconds, the whole of it:
@@ -254,4 +254,4 @@ class Client(ForkAware, NotCopyable):
         attempts block on the socket, pauses wait on the close event."""
         return run_plan(call_plan(self, method, path, deadline, on_failure),
                         lambda a: self._attempt(a.idx, method, path, body, a.timeout),
-                        self._bg.closed.wait, (OSError, http.client.HTTPException))
+                        self._bg.closed.wait, ATTEMPT_FAILURES)

@@ -27,7 +27,6 @@ and hang a worker: a thread started at the first batch did in 5 of 20 starts.
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import random
@@ -40,7 +39,8 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, TypeVar
 from ._block import Block
 from ._host import HandleHost
 from ._log import FailureStreak
-from ._retry import Attempt, Pause, Plan, backoff_wait, run_plan
+from ._retry import ATTEMPT_FAILURES, Attempt, Pause, Plan, backoff_wait, run_plan
+from ._token import TokenFailure
 from ._transport import Answer, Endpoint
 from ._process import ForkAware, NotCopyable
 from ._wire import MAX_ID, MAX_SNOWFLAKE_IDS, check_name, parse_retry_after, path_segment, problem_of
@@ -316,7 +316,7 @@ class SnowflakeRemote(ForkAware, NotCopyable):
         body = json.dumps({"count": count}).encode()
         return run_plan(fetch_plan(self, count, on_failure),
                         lambda a: c._attempt(a.idx, "POST", self._path, body, a.timeout),
-                        self._closed.wait, (OSError, http.client.HTTPException))
+                        self._closed.wait, ATTEMPT_FAILURES)
 
     def _accept(self, idx: int, doc: Any, count: int) -> _Batch:
         """Checks a node's answer: count IDs of this namespace, strictly
@@ -467,7 +467,7 @@ def fetch_plan(h: Fetcher[B_co], count: int, on_failure: Callable[[BaseException
                 assert isinstance(got, BaseException)
                 if h._is_closed():
                     raise Closed("ticketd: the Snowflake handle or its client is closed") from None
-                if n > 1:
+                if n > 1 and not isinstance(got, TokenFailure):  # no token: not the node's fault
                     h._skip_until[idx] = time.monotonic() + c._backoff[1]
                 on_failure(got)
                 continue

@@ -7,12 +7,15 @@ import asyncio
 from typing import Awaitable, Callable, Tuple, Type
 
 from .._retry import Attempt, Outcome, Pause, Plan, R
+from .._token import TokenFailure
 from .._transport import Answer
 
-# What a transport failure of one attempt looks like here: the socket's
-# errors (OSError, _http.ProtocolError), an answer cut short, and the
-# attempt's timeout (asyncio.TimeoutError, an OSError only since Python 3.11).
-TRANSPORT_ERRORS: Tuple[Type[BaseException], ...] = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError)
+# What ends one attempt without an answer here, to be retried: the socket's
+# errors (OSError, _http.ProtocolError), an answer cut short, the attempt's
+# timeout (asyncio.TimeoutError, an OSError only since Python 3.11), and no
+# token to send (see ticketd._token).
+TRANSPORT_ERRORS: Tuple[Type[BaseException], ...] = (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError,
+                                                     TokenFailure)
 
 
 async def run_plan(plan: Plan[R], attempt: Callable[[Attempt], Awaitable[Answer]],
