@@ -54,7 +54,7 @@ var completionCommands = []completionCommand{
 	{"restore", "seed a new, empty cluster from a backup", withClient("in", "advance")},
 	{"promote", "make a stopped standby a one-node cluster", []string{"data-dir", "id", "advance", "primary-lost-at", "max-clock-skew", "o"}},
 	{"tls", "make a cluster CA and certificates", []string{"dir", "key-dir", "days", "name", "ca", "ca-key", "ca-key-dir", "node", "client",
-		"dns", "ip", "loopback", "nodes"}},
+		"dns", "ip", "loopback", "nodes", "k8s-secret", "k8s-ca-secret", "k8s-auth-secret", "k8s-service-account-dir", "renew-before"}},
 	{"completion", "print a shell completion script (bash or zsh)", nil},
 	{"version", "print the release and feature level", []string{"o", "output"}},
 	{"help", "print the usage", nil},
@@ -62,7 +62,7 @@ var completionCommands = []completionCommand{
 
 // fileFlags take a file or directory name: completion offers file names after them.
 var fileFlags = []string{"data-dir", "token-file", "tokens-file", "ca", "cert", "key", "out", "out-dir", "in", "dir", "key-dir",
-	"ca-key", "ca-key-dir", "raft-tls-ca", "raft-tls-cert", "raft-tls-key", "tls-ca", "tls-cert", "tls-key"}
+	"ca-key", "ca-key-dir", "k8s-service-account-dir", "raft-tls-ca", "raft-tls-cert", "raft-tls-key", "tls-ca", "tls-cert", "tls-key"}
 
 func completionCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) != 1 {

@@ -30,6 +30,17 @@ const tlsUsage = `usage:
       makes what is missing: the CA (as ca create) and a node certificate for
       each ID without one (as cert create --node, the extra names on each);
       what exists is kept, so it can run before every start (compose does)
+      --dns takes {id}, the node's ID: --dns '{id}.peers.ns.svc' names each
+      node's own host only
+  ticketd tls init        --k8s-secret NAME --k8s-ca-secret CANAME [--k8s-auth-secret AUTH]
+                          --nodes ID,... [--dns N,...] [--ip A,...] [--renew-before D]
+      the same in a Kubernetes pod, with Secrets instead of files (the Helm
+      chart's hook Job): CANAME holds ca.pem and ca-key.pem, NAME ca.pem and
+      ID.pem and ID-key.pem per node, AUTH the tokens (tokens, admin.token,
+      reserve.token), each made if absent. A node certificate is issued again
+      when it is missing, names other hosts, is not the CA's, or expires within
+      D; nothing else changes, and the CA and tokens are never replaced. Needs
+      a Role granting get, create and update on secrets
 Files are written 0600 and never overwritten; DIR defaults to the current directory.
 `
 
@@ -96,6 +107,11 @@ func tlsInit(args []string, stdout, stderr io.Writer) error {
 	dns := flags.String("dns", "", "extra DNS names for the certificates made now, comma-separated")
 	ips := flags.String("ip", "", "extra IP addresses for the certificates made now, comma-separated")
 	loopback := flags.Bool("loopback", true, "include localhost, 127.0.0.1 and ::1 in the certificates made now")
+	k8sSecret := flags.String("k8s-secret", "", "keep the node certificates in this Kubernetes Secret instead of files (in a pod; with --k8s-ca-secret)")
+	k8sCASecret := flags.String("k8s-ca-secret", "", "with --k8s-secret: the Secret holding the CA and its key")
+	k8sAuthSecret := flags.String("k8s-auth-secret", "", "with --k8s-secret: also make this Secret of an admin and a reserve token if it does not exist")
+	k8sSADir := flags.String("k8s-service-account-dir", defaultServiceAccountDir, "with --k8s-secret: where the pod's service-account token, ca.crt and namespace are")
+	renewBefore := flags.Duration("renew-before", 0, "with --k8s-secret: issue again each node certificate that expires within this long (0: only missing or wrong ones)")
 	if err := parseFlagsOnly(flags, args); err != nil {
 		return err
 	}
@@ -109,6 +125,20 @@ func tlsInit(args []string, stdout, stderr io.Writer) error {
 	if len(ids) == 0 {
 		return usageError{"tls init: --nodes names no node"}
 	}
+	if err := checkDNSTemplates(splitList(*dns)); err != nil {
+		return usageError{err.Error()}
+	}
+	set := map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *k8sSecret != "" || *k8sCASecret != "" {
+		return tlsInitK8s(k8sInitFlags{secret: *k8sSecret, caSecret: *k8sCASecret, authSecret: *k8sAuthSecret, saDir: *k8sSADir,
+			renewBefore: *renewBefore, ids: ids, dns: splitList(*dns), ips: splitList(*ips), loopback: *loopback, set: set}, stdout)
+	}
+	for _, name := range []string{"k8s-auth-secret", "renew-before", "k8s-service-account-dir"} {
+		if set[name] {
+			return usageError{fmt.Sprintf("tls init: --%s works with --k8s-secret", name)}
+		}
+	}
 	caPath, caKeyPath := filepath.Join(*dir, "ca.pem"), filepath.Join(*keyDir, "ca-key.pem")
 	if _, err := os.Stat(caPath); errors.Is(err, fs.ErrNotExist) {
 		if err := createCA(stdout, *dir, *keyDir, "ticketd cluster CA", pki.DefaultCADays); err != nil {
@@ -119,7 +149,8 @@ func tlsInit(args []string, stdout, stderr io.Writer) error {
 		if _, err := os.Stat(filepath.Join(*dir, id+".pem")); err == nil {
 			continue
 		}
-		err := tlsCertCreate([]string{"--dir", *dir, "--ca", caPath, "--ca-key", caKeyPath, "--node", id, "--dns", *dns, "--ip", *ips, fmt.Sprintf("--loopback=%v", *loopback)}, stdout, stderr)
+		names := strings.Join(expandDNS(splitList(*dns), id), ",")
+		err := tlsCertCreate([]string{"--dir", *dir, "--ca", caPath, "--ca-key", caKeyPath, "--node", id, "--dns", names, "--ip", *ips, fmt.Sprintf("--loopback=%v", *loopback)}, stdout, stderr)
 		if err != nil {
 			return err
 		}
