@@ -37,7 +37,8 @@ final class BearerToken {
     /**
      * The header value for one request, or null for none. A supplier's null, blank or malformed
      * answer is an {@link InvalidArgumentException} naming what is wrong, and one that throws a
-     * {@link TicketdException} with it as the cause: final, not sent, not retried.
+     * {@link TicketdException} with it as the cause. Nothing is sent then; the client fails that
+     * attempt as a node that did not answer and retries (TicketdClient.attempt).
      */
     String header() {
         if (supplier == null) return fixed;

@@ -332,7 +332,7 @@ public final class SnowflakeRemote {
                 try {
                     a = client.attempt(eps.get(idx), "POST", path, body, client.attemptNanos);
                 } catch (TicketdClient.TransportFailure tf) {
-                    if (eps.size() > 1) skip(idx, client.maxBackoffNanos);
+                    if (eps.size() > 1 && !tf.noToken) skip(idx, client.maxBackoffNanos);
                     onFailure.accept(tf.error);
                     continue;
                 }

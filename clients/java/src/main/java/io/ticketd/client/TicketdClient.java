@@ -736,14 +736,21 @@ public final class TicketdClient implements AutoCloseable {
         return idx;
     }
 
-    /** A failure before any HTTP answer: connection refused, reset, attempt timeout. */
+    /** A failure before any HTTP answer: connection refused, reset, attempt timeout, no token. */
     static final class TransportFailure extends Exception {
         private static final long serialVersionUID = 1L;
         final transient UnavailableException error;
+        /** The token supplier gave no token: not the endpoint's fault. */
+        final boolean noToken;
 
         TransportFailure(UnavailableException error) {
+            this(error, false);
+        }
+
+        TransportFailure(UnavailableException error, boolean noToken) {
             super(error.getMessage(), null, false, false);
             this.error = error;
+            this.noToken = noToken;
         }
     }
 
@@ -757,7 +764,16 @@ public final class TicketdClient implements AutoCloseable {
         } else {
             rb.method(method, HttpRequest.BodyPublishers.noBody());
         }
-        String auth = token.header(); // a supplier's answer, asked per request
+        String auth;
+        try {
+            auth = token.header(); // a supplier's answer, asked per request
+        } catch (InvalidArgumentException | TicketdException e) {
+            // No token for this attempt: it fails as a node that did not answer does, and is
+            // retried (a vault sealed for a moment, a secret file caught mid-rewrite), as the Go
+            // SDK's WithBearerTokenFunc is; a call that never gets one ends unavailable, saying why.
+            throw new TransportFailure(new UnavailableException("ticketd: " + method + " " + ep.base + path
+                + ": no bearer token: " + e.getMessage(), 0, "", "", "", e), true);
+        }
         if (auth != null) rb.header("Authorization", auth);
         HttpClient h = http;
         if (h == null) throw new ClosedException("ticketd: client closed");

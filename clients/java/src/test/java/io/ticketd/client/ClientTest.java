@@ -241,19 +241,41 @@ class ClientTest {
             current.set("two"); // ...and the application's supplier follows
             assertEquals(2, c.reserve("orders", 1).first());
             assertEquals(3, asked.get(), "once per request");
-            int sent = a.requests.get();
-            current.set(null);
-            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 1));
-            assertTrue(e.getMessage().contains("supplier returned null"), e.getMessage());
-            current.set(" \t");
-            e = assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 1));
-            assertTrue(e.getMessage().contains("supplier returned a blank token"), e.getMessage());
-            current.set("t\u00e9");
-            e = assertThrows(InvalidArgumentException.class, () -> c.reserve("orders", 1));
-            assertTrue(e.getMessage().contains("U+00E9 at 1"), e.getMessage());
-            assertEquals(sent, a.requests.get(), "nothing sent with a bad token");
         }
         assertThrows(InvalidArgumentException.class, () -> TicketdClient.builder().bearerToken((java.util.function.Supplier<String>) null));
+    }
+
+    /**
+     * A supplier that throws or answers no token fails that attempt as a node that did not answer
+     * does, as the Go SDK's WithBearerTokenFunc does: retried (a vault sealed for a moment, a
+     * secret file caught mid-rewrite), nothing sent without a token, and a call that never gets
+     * one ends unavailable, its cause saying what was wrong.
+     */
+    @Test
+    void bearerTokenSupplier_FailingForAMoment_IsRetried_NeverGettingOne_Unavailable() {
+        backend.token = "one";
+        java.util.ArrayDeque<Object> answers = new java.util.ArrayDeque<>(java.util.List.of(new IllegalStateException("sealed"), " \t"));
+        AtomicReference<String> after = new AtomicReference<>("one");
+        java.util.function.Supplier<String> supplier = () -> {
+            Object f = answers.poll();
+            if (f instanceof RuntimeException) throw (RuntimeException) f;
+            return f != null ? (String) f : after.get();
+        };
+        try (TicketdClient c = TicketdClient.builder().endpoints(a.url()).bearerToken(supplier)
+                .callTimeout(Duration.ofMillis(400)).backoff(Duration.ofMillis(5), Duration.ofMillis(20)).build()) {
+            assertEquals(1, c.reserve("orders", 1).first(), "retried past the supplier's two failures");
+            assertEquals(1, a.requests.get(), "nothing sent without a token");
+            for (String[] bad : new String[][] {{null, "supplier returned null"}, {" \t", "supplier returned a blank token"},
+                    {"t\u00e9", "U+00E9 at 1"}}) {
+                after.set(bad[0]);
+                UnavailableException e = assertThrows(UnavailableException.class, () -> c.reserve("orders", 1));
+                assertTrue(e.getMessage().contains(bad[1]), e.getMessage());
+            }
+            answers.add(new IllegalStateException("vault down"));
+            after.set("one");
+            assertEquals(2, c.reserve("orders", 1).first());
+            assertEquals(2, a.requests.get(), "nothing sent with a bad token");
+        }
     }
 
     @Test
