@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the Helm chart (deploy/helm/ticketd, issue 43) without a cluster:
 #
-#   1. the chartcheck module (deploy/helm/chartcheck) is tidy;
+#   1. the chartcheck module (deploy/helm/chartcheck) is tidy and vets clean;
 #   2. the helm CLI at the version the module pins, built from the Go module
 #      proxy (`go install helm.sh/helm/v3/cmd/helm@VERSION` into build/helm,
 #      rebuilt only when the version changes), lints the chart with --strict
@@ -39,8 +39,9 @@ run() {
 quiet() { grep -v 'found symbolic link\|\[INFO\] Fail:' || true; }
 
 cd "$mod"
-step "1/3 module tidy"
+step "1/3 module tidy and vet (the module is outside go.work, so test.sh's go vet does not reach it)"
 run 5m go mod tidy -diff
+run 10m go vet ./...
 
 version=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
 bin=$root/build/helm/$version
