@@ -57,6 +57,7 @@ helm() { run 2m "$bin/helm" "$@"; }
 helm version --short
 for set in "" "replicas=5" "tls.enabled=false,auth.existingSecret=tokens" \
   "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,backup.enabled=true" \
+  "tls.mode=certManager,auth.existingSecret=tokens" \
   "networkPolicy.apiFrom[0].podSelector.matchLabels.app=orders,networkPolicy.raftExtraFrom={10.20.0.0/16}" \
   "role=standby,standby.join={https://primary.example:8080},standby.raftAdvertise=dr.example:8090,standby.httpAdvertise=dr.example:8080,auth.existingSecret=primary-auth,tls.mode=existingSecret,tls.existingSecret=dr-tls"; do
   helm lint --strict --kube-version "$kube" "$chart" ${set:+--set "$set"} 2>&1 | quiet

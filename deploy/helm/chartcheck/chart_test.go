@@ -67,15 +67,25 @@ func TestChart_RulesFileIsTheRepositorys(t *testing.T) {
 	t.Fatal("the chart has no files/ticketd-rules.yml")
 }
 
-// TestChart_Notes: NOTES.txt renders, and warns against shrinking first.
+// TestChart_Notes: NOTES.txt renders, warns against shrinking first, and
+// says where the CA is in each TLS mode.
 func TestChart_Notes(t *testing.T) {
-	r, err := Render(chartT(t), map[string]any{}, Release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"r-ticketd-0 to r-ticketd-2", "Never lower replicas first", "https://r-ticketd.ns.svc.cluster.local:8080"} {
-		if !strings.Contains(r.Notes, want) {
-			t.Errorf("NOTES.txt lacks %q:\n%s", want, r.Notes)
+	for _, tc := range []struct{ set, ca string }{
+		{"", `get secret r-ticketd-tls -o jsonpath='{.data.ca\.pem}'`},
+		{"tls.mode=certManager,auth.existingSecret=tokens", `get secret r-ticketd-tls-0 -o jsonpath='{.data.ca\.crt}'`},
+	} {
+		vals, err := values(tc.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Render(chartT(t), vals, Release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"r-ticketd-0 to r-ticketd-2", "Never lower replicas first", "https://r-ticketd.ns.svc.cluster.local:8080", tc.ca} {
+			if !strings.Contains(r.Notes, want) {
+				t.Errorf("--set %q: NOTES.txt lacks %q:\n%s", tc.set, want, r.Notes)
+			}
 		}
 	}
 }

@@ -256,8 +256,8 @@ func checkMonitoring(c *rc, p *problems) {
 		}
 		if c.on("tls.enabled") {
 			if ep.Scheme == nil || string(*ep.Scheme) != "https" || ep.TLSConfig == nil || ep.TLSConfig.CA.Secret == nil ||
-				ep.TLSConfig.CA.Secret.Key != "ca.pem" || ep.TLSConfig.ServerName == nil || *ep.TLSConfig.ServerName != "r-ticketd."+ns+".svc" {
-				p.add("ServiceMonitor TLS: scheme %v tlsConfig %+v: want https, ca.pem of the TLS Secret, serverName r-ticketd.ns.svc", ep.Scheme, ep.TLSConfig)
+				ep.TLSConfig.CA.Secret.Key != caKey(c) || ep.TLSConfig.CA.Secret.Name != caSecret(c) || ep.TLSConfig.ServerName == nil || *ep.TLSConfig.ServerName != "r-ticketd."+ns+".svc" {
+				p.add("ServiceMonitor TLS: scheme %v tlsConfig %+v: want https, %s of %s, serverName r-ticketd.ns.svc", ep.Scheme, ep.TLSConfig, caKey(c), caSecret(c))
 			}
 		} else if ep.TLSConfig != nil {
 			p.add("ServiceMonitor tlsConfig with TLS off")
@@ -288,4 +288,23 @@ func authSecret(c *rc) string {
 		return s
 	}
 	return "r-ticketd-auth"
+}
+
+// caSecret and caKey: where the CA certificate is: ca.pem of the TLS
+// Secret, or ca.crt of ordinal 0's Secret under cert-manager.
+func caSecret(c *rc) string {
+	switch c.str("tls.mode") {
+	case "certManager":
+		return "r-ticketd-tls-0"
+	case "existingSecret":
+		return c.str("tls.existingSecret")
+	}
+	return "r-ticketd-tls"
+}
+
+func caKey(c *rc) string {
+	if c.str("tls.mode") == "certManager" {
+		return "ca.crt"
+	}
+	return "ca.pem"
 }

@@ -62,6 +62,9 @@ func checkPodSpecs(c *rc, p *problems) {
 			if v.Secret != nil && (v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o440) {
 				p.add("%s: secret volume %s: defaultMode want 0440, readable by group 65532 only (F8)", name, v.Name)
 			}
+			if v.Projected != nil && (v.Projected.DefaultMode == nil || *v.Projected.DefaultMode != 0o440) {
+				p.add("%s: projected volume %s: defaultMode want 0440, readable by group 65532 only (F8)", name, v.Name)
+			}
 		}
 		if strings.HasPrefix(name, "StatefulSet/") {
 			s, _ := statefulSet(c)

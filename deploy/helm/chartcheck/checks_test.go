@@ -17,7 +17,8 @@ import (
 // say and reports where the objects say otherwise.
 // The StatefulSet's are in this file; checks_pods_test.go holds the bar
 // every pod meets, checks_network_test.go the Services, budget and
-// NetworkPolicy, checks_jobs_test.go the hook, backup and monitoring.
+// NetworkPolicy, checks_jobs_test.go the hook, backup and monitoring,
+// checks_tls_test.go cert-manager's.
 var checks = []func(*rc, *problems){
 	checkKinds,
 	checkStatefulSet,
@@ -29,6 +30,7 @@ var checks = []func(*rc, *problems){
 	checkPDB,
 	checkNetworkPolicy,
 	checkInitHook,
+	checkCertManager,
 	checkBackup,
 	checkMonitoring,
 }
@@ -88,6 +90,13 @@ func checkKinds(c *rc, p *problems) {
 	}
 	if c.on("metrics.prometheusRule.enabled") && !c.standby() {
 		want["PrometheusRule"] = 1
+	}
+	if c.on("tls.enabled") && c.str("tls.mode") == "certManager" {
+		want["Certificate"] = int(c.num("tls.maxOrdinals"))
+		if c.str("tls.certManager.issuerRef.name") == "" {
+			want["Certificate"]++
+			want["Issuer"] = 2
+		}
 	}
 	got := map[string]int{}
 	for _, o := range c.r.Objects {

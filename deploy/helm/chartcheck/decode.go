@@ -3,6 +3,7 @@ package chartcheck
 import (
 	"fmt"
 
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,7 +23,7 @@ var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		appsv1.AddToScheme, batchv1.AddToScheme, corev1.AddToScheme, networkingv1.AddToScheme,
-		policyv1.AddToScheme, rbacv1.AddToScheme, monitoringv1.AddToScheme,
+		policyv1.AddToScheme, rbacv1.AddToScheme, monitoringv1.AddToScheme, certmanagerv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

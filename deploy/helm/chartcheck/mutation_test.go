@@ -64,6 +64,14 @@ var mutations = []mutation{
 	{"templates/backup-pvc.yaml", "helm.sh/resource-policy: keep", "helm.sh/resource-policy: delete", "resource-policy"},
 	{"values.schema.json", `"enum": [`, `"minimum": 1, "x": [`, "refused replicas 4 (schema)"},
 	{"templates/_helpers.tpl", "(not (has (int .Values.replicas) (list 3 5)))", "false", "refused replicas 4 (template)"},
+	{"templates/certmanager.yaml", "- {{ $full }}-{{ $i }}.{{ $dom }}", "- {{ $full }}-0.{{ $dom }}", "must name only its own pod"},
+	{"templates/certmanager.yaml", "    - client auth\n", "", "usages"},
+	{"templates/certmanager.yaml", "    name: {{ $full }}-ca\n    kind: Issuer", "    name: {{ $full }}-selfsigned\n    kind: Issuer", "issued by"},
+	{"templates/certmanager.yaml", "  isCA: true", "  isCA: false", "CA Certificate"},
+	{"templates/_helpers.tpl", "path: {{ $full }}-{{ $i }}-key.pem", "path: {{ $full }}-{{ $i }}.key", "projected tls volume"},
+	{"templates/_helpers.tpl", "{{- if eq $i 0 }}", "{{- if eq $i 7 }}", "no ca.pem"},
+	{"templates/_helpers.tpl", "    defaultMode: 0440\n    sources:", "    defaultMode: 0444\n    sources:", "projected volume tls: defaultMode"},
+	{"templates/_helpers.tpl", "{{ include \"ticketd.fullname\" . }}-tls-0 ca.crt", "{{ include \"ticketd.fullname\" . }}-tls-0 ca.pem", "ServiceMonitor TLS"},
 	{"templates/svc-client.yaml", "    {{- end }}\n", "    {{- end }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n", "rendered kinds"},
 }
 

@@ -37,7 +37,7 @@ var Release = chartutil.ReleaseOptions{Name: "r", Namespace: "ns", Revision: 1, 
 const KubeVersion = "v1.31.0"
 
 // Capabilities is what the renders see: Kubernetes 1.31 with the
-// prometheus-operator CRDs installed.
+// prometheus-operator and cert-manager CRDs installed.
 func Capabilities() (*chartutil.Capabilities, error) {
 	kv, err := chartutil.ParseKubeVersion(KubeVersion)
 	if err != nil {
@@ -46,7 +46,8 @@ func Capabilities() (*chartutil.Capabilities, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = *kv
 	caps.APIVersions = append(append(chartutil.VersionSet{}, caps.APIVersions...),
-		"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule")
+		"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule",
+		"cert-manager.io/v1", "cert-manager.io/v1/Certificate", "cert-manager.io/v1/Issuer")
 	return caps, nil
 }
 

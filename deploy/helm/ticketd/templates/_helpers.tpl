@@ -157,23 +157,57 @@ than the voters' fault tolerance (DESIGN.md 3.5). */}}
 {{ toYaml .Values.securityContext }}
 {{- end -}}
 
-{{/* The TLS volume of a server pod: the whole Secret, never subPath, so the
-kubelet's updates reach the files and ticketd reloads them. */}}
+{{/* The Secret and key holding the CA certificate, for hooks, backups and
+the ServiceMonitor: cert-manager puts it in every node Secret as ca.crt. */}}
+{{- define "ticketd.caRef" -}}
+{{- if eq .Values.tls.mode "certManager" -}}
+{{ include "ticketd.fullname" . }}-tls-0 ca.crt
+{{- else -}}
+{{ include "ticketd.tlsSecret" . }} ca.pem
+{{- end -}}
+{{- end -}}
+
+{{/* The TLS volume of a server pod: whole Secrets, never subPath, so the
+kubelet's updates reach the files and ticketd reloads them. With
+cert-manager, one Secret per ordinal is projected under the names the
+flags use: /tls/<pod>.pem, /tls/<pod>-key.pem and /tls/ca.pem. */}}
 {{- define "ticketd.tlsVolume" -}}
+{{- $full := include "ticketd.fullname" . -}}
+{{- if eq .Values.tls.mode "certManager" -}}
+- name: tls
+  projected:
+    defaultMode: 0440
+    sources:
+      {{- range $i := until (int .Values.tls.maxOrdinals) }}
+      - secret:
+          name: {{ $full }}-tls-{{ $i }}
+          items:
+            - key: tls.crt
+              path: {{ $full }}-{{ $i }}.pem
+            - key: tls.key
+              path: {{ $full }}-{{ $i }}-key.pem
+            {{- if eq $i 0 }}
+            - key: ca.crt
+              path: ca.pem
+            {{- end }}
+      {{- end }}
+{{- else -}}
 - name: tls
   secret:
     secretName: {{ include "ticketd.tlsSecret" . }}
     defaultMode: 0440
 {{- end -}}
+{{- end -}}
 
 {{/* ca.pem alone, for hooks and backups. */}}
 {{- define "ticketd.caVolume" -}}
+{{- $ref := splitList " " (include "ticketd.caRef" .) -}}
 - name: tls
   secret:
-    secretName: {{ include "ticketd.tlsSecret" . }}
+    secretName: {{ index $ref 0 }}
     defaultMode: 0440
     items:
-      - key: ca.pem
+      - key: {{ index $ref 1 }}
         path: ca.pem
 {{- end -}}
 
