@@ -44,6 +44,15 @@ func checkServices(c *rc, p *problems) {
 	if cs.Spec.ClusterIP == corev1.ClusterIPNone || cs.Spec.PublishNotReadyAddresses {
 		p.add("client Service: clusterIP %q publishNotReadyAddresses %v: clients must reach Ready pods only", cs.Spec.ClusterIP, cs.Spec.PublishNotReadyAddresses)
 	}
+	if c.standby() {
+		o, err := c.r.Find("Service", "r-ticketd-standby")
+		if err != nil {
+			p.add("%v", err)
+		} else if sb := o.Obj.(*corev1.Service); !sb.Spec.PublishNotReadyAddresses || string(sb.Spec.Type) != c.str("standby.service.type") ||
+			!reflect.DeepEqual(sb.Spec.Selector, serverSelector) {
+			p.add("standby Service %+v: want type %s selecting the pod before it is Ready, since the primary's replication is what makes it Ready", sb.Spec, c.str("standby.service.type"))
+		}
+	}
 	if string(cs.Spec.Type) != c.str("service.type") {
 		p.add("client Service type %s, want %s", cs.Spec.Type, c.str("service.type"))
 	}

@@ -17,6 +17,7 @@ type mutation struct {
 var mutations = []mutation{
 	{"templates/statefulset.yaml", "podManagementPolicy: Parallel", "podManagementPolicy: OrderedReady", "podManagementPolicy"},
 	{"templates/svc-peers.yaml", "publishNotReadyAddresses: true", "publishNotReadyAddresses: false", "peers Service: clusterIP"},
+	{"templates/svc-standby.yaml", "  publishNotReadyAddresses: true\n", "", "standby Service"},
 	{"templates/svc-client.yaml", "  type: {{ .Values.service.type }}", "  type: {{ .Values.service.type }}\n  publishNotReadyAddresses: true", "client Service: clusterIP"},
 	{"templates/statefulset.yaml", "whenScaled: {{ .Values.persistence.retention.whenScaled }}", "whenScaled: Retain", "persistentVolumeClaimRetentionPolicy"},
 	{"templates/pdb.yaml", `maxUnavailable: {{ include "ticketd.maxUnavailable" . }}`, "maxUnavailable: 1\n  minAvailable: 2", "minAvailable is set"},
