@@ -17,6 +17,8 @@ class Starter(Protocol):
 
     def start(self, name: str, target: Callable[[], None]) -> bool: ...
 
+    def settle(self) -> None: ...
+
 
 class HandleHost(Protocol):
     """The Client as its handles see it."""

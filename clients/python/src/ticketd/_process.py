@@ -63,10 +63,38 @@ if hasattr(os, "register_at_fork"):  # every POSIX Python 3.7+; Windows has no f
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _register_with_uwsgi() -> None:
+def forks_without_the_gil() -> bool:
+    """Whether this is uWSGI's master as it stands before forking its
+    workers (the application loaded there, without --lazy-apps), and uWSGI
+    forks them without taking the GIL (no --py-call-uwsgi-fork-hooks). A
+    worker forked while another thread of the master held the GIL starts
+    with a GIL that no thread of its own releases, and hangs at its first
+    line of Python; so in such a master the library lets no thread of its
+    own run on past the call that started it (client._Background.settle)."""
+    uwsgi = _uwsgi()
+    if uwsgi is None:
+        return False
     try:
-        import uwsgi  # type: ignore[import]  # exists only inside a uWSGI process
+        if uwsgi.worker_id() != 0 or (hasattr(uwsgi, "mule_id") and uwsgi.mule_id() != 0):
+            return False  # a worker or a mule: it forks nothing
+        opt = getattr(uwsgi, "opt", {}) or {}
+        return not opt.get("py-call-uwsgi-fork-hooks") and not opt.get(b"py-call-uwsgi-fork-hooks")
+    except Exception:  # an embedding that is not quite uWSGI's: assume the worst
+        return True
+
+
+def _uwsgi() -> Any:
+    """The uwsgi module, which exists only inside a uWSGI process, or None."""
+    try:
+        import uwsgi  # type: ignore[import]
     except ImportError:
+        return None
+    return uwsgi
+
+
+def _register_with_uwsgi() -> None:
+    uwsgi = _uwsgi()
+    if uwsgi is None:
         return
     try:
         from uwsgidecorators import postfork  # type: ignore[import]

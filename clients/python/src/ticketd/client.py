@@ -8,7 +8,8 @@ import time
 import weakref
 from typing import Any, Callable, List, Optional, Sequence as Seq, Tuple, TypeVar, Union
 
-from ._process import ForkAware, NotCopyable, reset_in_forked_child
+from ._log import logger
+from ._process import ForkAware, NotCopyable, forks_without_the_gil, reset_in_forked_child
 from ._options import parse_options
 from ._retry import ATTEMPT_FAILURES, call_plan, run_plan
 from ._token import TokenSource, authorization
@@ -41,12 +42,16 @@ class _Background:
     """The client's background threads: started only while the client is
     open, each named "ticketd-…", all joined by close()."""
 
-    def __init__(self, closed: bool = False) -> None:
+    def __init__(self, settle_within: float, closed: bool = False) -> None:
         self.lock = threading.Lock()
         self.closed = threading.Event()
         if closed:
             self.closed.set()
         self.threads: List[threading.Thread] = []
+        # In uWSGI's master before it forks (see _process.forks_without_the_gil),
+        # a call that started a thread waits for it to end: settle().
+        self.settling = forks_without_the_gil()
+        self.settle_within = settle_within
 
     def start(self, name: str, target: Callable[[], None]) -> bool:
         with self.lock:
@@ -57,6 +62,24 @@ class _Background:
             self.threads.append(t)
             t.start()
             return True
+
+    def settle(self) -> None:
+        """In a process that forks without the GIL (uWSGI's master): waits, up
+        to settle_within seconds, for the background threads to end, so that
+        none holds the GIL when the workers are forked. Called by the handles
+        once their locks are released, at the end of a call that may have
+        started one. Elsewhere: nothing (one attribute read)."""
+        if not self.settling:
+            return
+        end = time.monotonic() + self.settle_within
+        with self.lock:
+            alive = [t for t in self.threads if t.is_alive() and t is not threading.current_thread()]
+        for t in alive:
+            t.join(max(end - time.monotonic(), 0.0))
+        if any(t.is_alive() for t in alive):
+            logger.warning("ticketd: a background refill or fetch still runs in uWSGI's master after %.0f s; a "
+                           "worker forked while it runs may hang: run uWSGI with --py-call-uwsgi-fork-hooks or "
+                           "--lazy-apps", self.settle_within)
 
 
 class Client(ForkAware, NotCopyable):
@@ -110,7 +133,7 @@ class Client(ForkAware, NotCopyable):
         self._backoff = o.backoff
         self._pool = Pool(o.ssl_context)
         self._preferred = 0  # the endpoint that answered last (an int store is atomic)
-        self._bg = _Background()
+        self._bg = _Background(self._call_timeout or self._timeout)
         self._handles: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._close_lock = threading.Lock()
         reset_in_forked_child(self)
@@ -140,7 +163,7 @@ class Client(ForkAware, NotCopyable):
         so all are dropped, and the locks replaced (the thread that held one
         at the fork is not in the child). Whether the client was closed stays."""
         self._close_lock = threading.Lock()
-        self._bg = _Background(closed=self._bg.closed.is_set())
+        self._bg = _Background(self._call_timeout or self._timeout, closed=self._bg.closed.is_set())
         self._pool = self._pool.for_forked_child()
         for h in list(self._handles):
             h._after_fork_in_child()

@@ -319,6 +319,12 @@ class CachedSequence(RangeCache, ForkAware, NotCopyable):
     # -- slow path ---------------------------------------------------------
 
     def _take_slow(self, want: int) -> Range:
+        try:
+            return self._take_waiting(want)
+        finally:
+            self._client._bg.settle()  # uWSGI's master: no thread of ours runs on (client._Background)
+
+    def _take_waiting(self, want: int) -> Range:
         deadline: Optional[float] = None
         waited = False
         while True:
@@ -384,6 +390,7 @@ class CachedSequence(RangeCache, ForkAware, NotCopyable):
     def _prefetch(self) -> None:
         with self._mu:
             self._prefetch_locked()
+        self._client._bg.settle()
 
     def _prefetch_locked(self) -> None:
         if self._inflight is None and self._nxt is None and self._sticky is None:

@@ -200,6 +200,12 @@ class SnowflakeRemote(ForkAware, NotCopyable):
         return self._closed.is_set() or self._client.closed
 
     def _take_slow(self, want: int, out: List[int]) -> List[int]:
+        try:
+            return self._take_waiting(want, out)
+        finally:
+            self._client._bg.settle()  # uWSGI's master: no thread of ours runs on (client._Background)
+
+    def _take_waiting(self, want: int, out: List[int]) -> List[int]:
         deadline: Optional[float] = None
         waited = False
         while True:
@@ -269,6 +275,7 @@ class SnowflakeRemote(ForkAware, NotCopyable):
     def _prefetch(self) -> None:
         with self._mu:
             self._prefetch_locked()
+        self._client._bg.settle()
 
     def _prefetch_locked(self) -> None:
         if self._inflight is None and self._nxt is None and not self._is_closed():
