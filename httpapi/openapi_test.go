@@ -49,7 +49,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -1037,13 +1036,14 @@ func TestOpenAPI_RealAnswersFitTheSpec(t *testing.T) {
 		}
 	}
 
-	// Leadership transfer (issue 43, G4), through API services of their
-	// own over the real nodes (transferAPIs): the server's store has no
-	// TransferLeadershipTo yet, and answers 501. Only answers that need no
-	// error kinds are asked for: transfers to the node that leads, which
-	// move nothing, so the rest of the test keeps its leader.
+	// Leadership transfer (issue 43, G4) on the real nodes: transfers to
+	// the node that leads, which move nothing, so that the rest of the test
+	// keeps its leader, an unknown member, and bad bodies.
 	{
-		apis := transferAPIs(t, tc, tokens)
+		apis := map[string]string{}
+		for _, n := range tc.Running() {
+			apis[n.ID] = tc.URL(n)
+		}
 		lid := leaderNode.ID
 		to := []byte(`{"to":"` + lid + `"}`)
 		var ans struct {
@@ -1059,6 +1059,7 @@ func TestOpenAPI_RealAnswersFitTheSpec(t *testing.T) {
 		sc.do(specExchange{via: "leader", base: apis[lid], token: A, method: "POST", path: "/v1/cluster/leader", body: []byte(`{}`), status: 400, reqErr: badBody})
 		sc.do(specExchange{via: "follower", base: apis[followers[0].ID], token: A, method: "POST", path: "/v1/cluster/leader", body: []byte(`{"to":""}`), status: 400, reqErr: badBody})
 		sc.do(specExchange{via: "leader", base: apis[lid], token: R, method: "POST", path: "/v1/cluster/leader", body: to, status: 403, reqErr: noAuth})
+		sc.do(specExchange{via: "leader", base: apis[lid], token: A, method: "POST", path: "/v1/cluster/leader", body: []byte(`{"to":"nobody"}`), status: 404})
 	}
 
 	// Membership for real: a fourth node joins and is removed through the
@@ -1104,51 +1105,6 @@ func TestOpenAPI_RealAnswersFitTheSpec(t *testing.T) {
 	}
 
 	sc.checkCoverage()
-}
-
-// transferStore serves POST /v1/cluster/leader over a real node of a test
-// cluster, for the description's checks until the server's store has
-// TransferLeadershipTo: its ID, whether it serves, where its leader's
-// transferStore API is, and the transfer. Its errors have no kind (500s):
-// only successes are asked of it. The rest of httpapi.Store is never
-// called.
-type transferStore struct {
-	httpapi.Store
-	n     *testcluster.Node
-	peers *sync.Map // node ID -> host:port of its transferStore API
-}
-
-func (s transferStore) ID() string { return s.n.ID }
-
-func (s transferStore) Serving() bool { _, ok := s.n.Srv.Node().Leadership(); return ok }
-
-func (s transferStore) LeaderHTTPAddr() (string, string, bool) {
-	id := s.n.Srv.Node().LeaderID()
-	addr, ok := s.peers.Load(id)
-	if !ok {
-		return id, "", false
-	}
-	return id, addr.(string), true
-}
-
-func (s transferStore) TransferLeadershipTo(ctx context.Context, to string) (string, error) {
-	return s.n.Srv.Node().TransferLeadershipTo(ctx, to)
-}
-
-// transferAPIs serves a transferStore API for every running node of tc,
-// with tokens, and returns their base URLs by node ID.
-func transferAPIs(t *testing.T, tc *testcluster.Cluster, tokens *auth.Tokens) map[string]string {
-	t.Helper()
-	peers := &sync.Map{}
-	urls := map[string]string{}
-	for _, n := range tc.Running() {
-		svc := httpapi.New(httpapi.Config{Store: transferStore{n: n, peers: peers}, Tokens: tokens, Logger: slog.New(slog.DiscardHandler)})
-		ts := httptest.NewServer(svc.Handler())
-		t.Cleanup(ts.Close)
-		peers.Store(n.ID, strings.TrimPrefix(ts.URL, "http://"))
-		urls[n.ID] = ts.URL
-	}
-	return urls
 }
 
 // specStore is a leader whose reservations wait for release, so a test
