@@ -46,6 +46,7 @@ var completionCommands = []completionCommand{
 	{"join", "add a node", withClient("id", "raft-addr", "http-addr", "standby", "standby-bound", "standby-timeout")},
 	{"remove", "remove a node", withClient()},
 	{"leader", "hand leadership to a named voter", withClient("to")},
+	{"members", "remove the voters above --replicas (Helm scale-down hook)", withClient("replicas", "id-prefix")},
 	{"namespaces", "Snowflake namespaces and their leases", withClient("create", "preset", "horizon-years", "leases", "o", "output")},
 	{"ids", "Snowflake IDs of a namespace, one a line", withClient("n", "o", "output")},
 	{"inspect", "decode a Snowflake ID or locate a range ID", withClient("namespace", "sequence")},
@@ -59,6 +60,10 @@ var completionCommands = []completionCommand{
 	{"version", "print the release and feature level", []string{"o", "output"}},
 	{"help", "print the usage", nil},
 }
+
+// subcommand is the one word that follows these commands (their flags
+// come after it).
+var subcommand = map[string]string{"leader": "transfer", "members": "reconcile"}
 
 // fileFlags take a file or directory name: completion offers file names after them.
 var fileFlags = []string{"data-dir", "token-file", "tokens-file", "ca", "cert", "key", "out", "out-dir", "in", "dir", "key-dir",
@@ -139,8 +144,8 @@ _ticketd() {
 				"                2) COMPREPLY=($(compgen -W \"ca cert init\" -- \"${cur}\")); return 0 ;;\n" +
 				"                3) [[ ${COMP_WORDS[2]} != init ]] && { COMPREPLY=($(compgen -W \"create\" -- \"${cur}\")); return 0; } ;;\n" +
 				"            esac\n            flags=\"" + dashed(c.flags) + "\" ;;\n")
-		case c.name == "leader":
-			b.WriteString("        leader)\n            if [[ ${COMP_CWORD} -eq 2 ]]; then COMPREPLY=($(compgen -W \"transfer\" -- \"${cur}\")); return 0; fi\n" +
+		case subcommand[c.name] != "":
+			b.WriteString("        " + c.name + ")\n            if [[ ${COMP_CWORD} -eq 2 ]]; then COMPREPLY=($(compgen -W \"" + subcommand[c.name] + "\" -- \"${cur}\")); return 0; fi\n" +
 				"            flags=\"" + dashed(c.flags) + "\" ;;\n")
 		default:
 			fmt.Fprintf(&b, "        %s) flags=%q ;;\n", c.name, dashed(c.flags))
@@ -197,8 +202,8 @@ _ticketd() {
 			b.WriteString("        tls)\n            if (( CURRENT == 3 )); then compadd ca cert init; return; fi\n" +
 				"            if (( CURRENT == 4 )) && [[ ${words[3]} != init ]]; then compadd create; return; fi\n" +
 				"            flags=(" + dashed(c.flags) + ") ;;\n")
-		case "leader":
-			b.WriteString("        leader)\n            if (( CURRENT == 3 )); then compadd transfer; return; fi\n" +
+		case "leader", "members":
+			b.WriteString("        " + c.name + ")\n            if (( CURRENT == 3 )); then compadd " + subcommand[c.name] + "; return; fi\n" +
 				"            flags=(" + dashed(c.flags) + ") ;;\n")
 		default:
 			fmt.Fprintf(&b, "        %s) flags=(%s) ;;\n", c.name, dashed(c.flags))

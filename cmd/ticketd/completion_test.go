@@ -47,6 +47,8 @@ func TestCompletionBash_CompletesCommandsFlagsAndOutputFormats(t *testing.T) {
 		{"ticketd completion ''", "bash zsh"},
 		{"ticketd leader ''", "transfer"},
 		{"ticketd leader transfer --t", "--timeout --token-file --to"},
+		{"ticketd members ''", "reconcile"},
+		{"ticketd members reconcile --re", "--replicas"},
 	} {
 		words := strings.Fields(c.words)
 		drive := "source " + script + "; COMP_WORDS=(" + strings.Join(words, " ") + "); COMP_CWORD=" +

@@ -9,6 +9,7 @@
 //	ticketd join    --id n4 --raft-addr ... --http-addr ...
 //	ticketd remove  ID
 //	ticketd leader transfer --to ID
+//	ticketd members reconcile --replicas N --id-prefix P
 //	ticketd backup  --out FILE | --out-dir DIR [--keep N]
 //	ticketd restore --in FILE --advance N
 //	ticketd tls ca create | tls cert create --node ID
@@ -57,6 +58,8 @@ usage:
   ticketd join      --id ID --raft-addr A --http-addr H   add a node
   ticketd remove    ID                           remove a node
   ticketd leader transfer --to ID                hand leadership to the voter ID and wait until it leads
+  ticketd members reconcile --replicas N --id-prefix P
+                                                 remove the voters P<ordinal> with ordinal >= N, one at a time (Helm scale-down hook)
   ticketd namespaces [NS] [--create [--preset instagram] [--horizon-years N] | --leases]
                                                  Snowflake namespaces and their worker-id leases
   ticketd ids       NS [-n N] [-o json]          N Snowflake IDs of a namespace, one a line, made by any node
@@ -102,6 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = removeCmd(args[1:], stdout, stderr)
 	case "leader":
 		err = leaderCmd(args[1:], stdout, stderr)
+	case "members":
+		err = membersCmd(args[1:], stdout, stderr)
 	case "backup":
 		err = backupCmd(args[1:], stdout, stderr)
 	case "ids":
