@@ -223,6 +223,25 @@ type Member struct {
 	LevelReport string `json:"level_report,omitempty"`
 }
 
+// LeaderTransferRequest is the body of POST /v1/cluster/leader.
+type LeaderTransferRequest struct {
+	// To is the ID of the voter that should lead.
+	To string `json:"to"`
+}
+
+// LeaderTransfer is what POST /v1/cluster/leader answers once the transfer
+// has finished.
+type LeaderTransfer struct {
+	// Leader is the node that leads now: the one asked for.
+	Leader string `json:"leader"`
+	// From is the node that led when the request arrived.
+	From string `json:"from"`
+	// Transferred is false when From already was the node asked for:
+	// nothing moved, and the answer is still 200, so that a retried
+	// request finds its work done.
+	Transferred bool `json:"transferred"`
+}
+
 // JoinRequest is the body of POST /v1/cluster/members.
 type JoinRequest struct {
 	ID       string `json:"id"`

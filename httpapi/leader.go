@@ -20,29 +20,10 @@ type leaderTransferer interface {
 	TransferLeadershipTo(ctx context.Context, to string) (leader string, err error)
 }
 
-// leaderTransferRequest is the body of POST /v1/cluster/leader.
-type leaderTransferRequest struct {
-	// To is the ID of the voter that should lead.
-	To string `json:"to"`
-}
-
-// leaderTransferAnswer is what POST /v1/cluster/leader answers once the
-// transfer has finished.
-type leaderTransferAnswer struct {
-	// Leader is the node that leads now: the one asked for.
-	Leader string `json:"leader"`
-	// From is the node that led when the request arrived.
-	From string `json:"from"`
-	// Transferred is false when From already was the node asked for:
-	// nothing moved, and the answer is still 200, so that a retried
-	// request finds its work done.
-	Transferred bool `json:"transferred"`
-}
-
 // transferLeader serves POST /v1/cluster/leader on the serving leader
 // (leaderOnly forwards it there).
 func (s *Service) transferLeader(c echo.Context) error {
-	var req leaderTransferRequest
+	var req api.LeaderTransferRequest
 	if err := decodeBody(c, &req, false); err != nil {
 		return err
 	}
@@ -60,5 +41,5 @@ func (s *Service) transferLeader(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, leaderTransferAnswer{Leader: leader, From: from, Transferred: leader != from})
+	return c.JSON(http.StatusOK, api.LeaderTransfer{Leader: leader, From: from, Transferred: leader != from})
 }

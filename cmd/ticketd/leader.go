@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/ticketd/ticketd/api"
 )
 
 const leaderUsage = `usage:
@@ -33,13 +35,6 @@ func leaderCmd(args []string, stdout, stderr io.Writer) error {
 	return leaderTransferCmd(args[1:], stdout, stderr)
 }
 
-// leaderTransfer mirrors the answer of POST /v1/cluster/leader.
-type leaderTransfer struct {
-	Leader      string `json:"leader"`
-	From        string `json:"from"`
-	Transferred bool   `json:"transferred"`
-}
-
 func leaderTransferCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("leader transfer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -56,7 +51,7 @@ func leaderTransferCmd(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 || strings.TrimSpace(*to) == "" {
 		return usageError{"usage: ticketd leader transfer --to ID [--addr URL]"}
 	}
-	body, err := json.Marshal(map[string]string{"to": *to})
+	body, err := json.Marshal(api.LeaderTransferRequest{To: *to})
 	if err != nil {
 		return err
 	}
@@ -66,7 +61,7 @@ func leaderTransferCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ans leaderTransfer
+	var ans api.LeaderTransfer
 	if err := json.Unmarshal(data, &ans); err != nil {
 		return fmt.Errorf("the leader's answer is not a transfer's: %v: %.200s", err, data)
 	}
