@@ -2,7 +2,14 @@ package chartcheck
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -96,7 +104,8 @@ func unknownFlags(argv []string, known map[string]bool) []string {
 }
 
 // TestBinary_KnowsEveryRenderedFlag: every flag the chart gives `ticketd
-// serve`, `ticketd tls init` and `ticketd backup` is one this repository's
+// serve`, `ticketd tls init`, `ticketd members reconcile` and `ticketd
+// backup` is one this repository's
 // binary has. The chart and the binary change in one repository; this
 // catches a rename on either side.
 func TestBinary_KnowsEveryRenderedFlag(t *testing.T) {
@@ -104,6 +113,8 @@ func TestBinary_KnowsEveryRenderedFlag(t *testing.T) {
 	serve := flagsOf(t, bin, "serve")
 	tlsInit := flagsOf(t, bin, "tls", "init")
 	backup := flagsOf(t, bin, "backup")
+	reconcile := flagsOf(t, bin, "members", "reconcile")
+	sawReconcile := false
 	for _, rcase := range matrix {
 		vals, err := values(rcase.set)
 		if err != nil {
@@ -121,6 +132,9 @@ func TestBinary_KnowsEveryRenderedFlag(t *testing.T) {
 				argv = x.Spec.Template.Spec.Containers[0].Args
 			case *batchv1.Job:
 				argv, known = x.Spec.Template.Spec.Containers[0].Args, tlsInit
+				if o.Name() == "r-ticketd-reconcile" {
+					known, sawReconcile = reconcile, true
+				}
 			case *batchv1.CronJob:
 				argv, known = x.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args, backup
 			default:
@@ -130,6 +144,9 @@ func TestBinary_KnowsEveryRenderedFlag(t *testing.T) {
 				t.Errorf("%s: %s/%s passes flags ticketd does not know: %v", rcase.name, o.Kind(), o.Name(), bad)
 			}
 		}
+	}
+	if !sawReconcile {
+		t.Error("no case renders the reconcile Job")
 	}
 }
 
@@ -165,4 +182,97 @@ func TestBinary_AcceptsTheInitHooksCommand(t *testing.T) {
 				set, strings.Join(argv, " "), err, out.String())
 		}
 	}
+}
+
+// TestBinary_AcceptsTheReconcileHooksCommand runs the reconcile hook's own
+// command line outside a pod, with two changes: the seeds' URLs point at a
+// closed local port, and the token and CA paths at files made here (a
+// missing file is a usage error, exit 2). ticketd checks every flag first
+// (a bad one exits 2) and then looks for a leader until --timeout, which
+// here finds none: exit 1 naming the address means the hook's command is
+// one ticketd accepts.
+func TestBinary_AcceptsTheReconcileHooksCommand(t *testing.T) {
+	bin := ticketdBin(t)
+	dir := t.TempDir()
+	token, ca := filepath.Join(dir, "admin.token"), filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(token, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, selfSignedPEM(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"", "replicas=5", "tls.enabled=false,auth.existingSecret=tokens"} {
+		vals, err := values(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Render(chartT(t), vals, Release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := r.Find("Job", "r-ticketd-reconcile")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var argv []string
+		seen := map[string]bool{}
+		for _, a := range o.Obj.(*batchv1.Job).Spec.Template.Spec.Containers[0].Args {
+			name, v, _ := strings.Cut(a, "=")
+			seen[name] = true
+			switch name {
+			case "--addr":
+				var urls []string
+				for _, u := range strings.Split(v, ",") {
+					scheme, _, _ := strings.Cut(u, "://")
+					urls = append(urls, scheme+"://127.0.0.1:1")
+				}
+				a = "--addr=" + strings.Join(urls, ",")
+			case "--timeout":
+				a = "--timeout=2s"
+			case "--token-file":
+				a = "--token-file=" + token
+			case "--ca":
+				a = "--ca=" + ca
+			}
+			argv = append(argv, a)
+		}
+		for _, f := range []string{"--addr", "--timeout", "--token-file", "--replicas", "--id-prefix"} {
+			if !seen[f] {
+				t.Errorf("--set %q: the reconcile Job has no %s", set, f)
+			}
+		}
+		var out bytes.Buffer
+		c := exec.Command(bin, argv...)
+		c.Stdout, c.Stderr = &out, &out
+		c.Env = withoutEnv()
+		err = c.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "127.0.0.1:1") {
+			t.Errorf("--set %q: ticketd %s: %v, want exit 1 for want of a reachable node, after the flags passed:\n%s",
+				set, strings.Join(argv, " "), err, out.String())
+		}
+	}
+}
+
+// selfSignedPEM is a CA certificate for --ca to load.
+func selfSignedPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "chartcheck CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -16,7 +16,12 @@ import (
 // order, a Role naming only the release's Secrets, and the Secrets the
 // pods mount being the ones the Job makes.
 func checkInitHook(c *rc, p *problems) {
-	jobs := c.r.OfKind("Job")
+	var jobs []Object
+	for _, o := range c.r.OfKind("Job") {
+		if o.Name() != "r-ticketd-reconcile" {
+			jobs = append(jobs, o)
+		}
+	}
 	if !c.initHook() {
 		if len(jobs) != 0 || len(c.r.OfKind("Role")) != 0 {
 			p.add("an init hook is rendered, but tls.mode is not hook")
@@ -160,6 +165,103 @@ func checkInitHook(c *rc, p *problems) {
 	}
 	if wantAuth != "" && !mounted[wantAuth] {
 		p.add("server pods mount %v, not the tokens Secret %s the Job makes", mounted, wantAuth)
+	}
+}
+
+// checkReconcileHook: the scale-down Job of DESIGN.md 3.4. It runs before
+// every upgrade and rollback, after the init hook (which may make the token
+// it reads), and removes the voters at ordinals >= replicas through the
+// seeds' API. A standby release has no voters of its own: no hook.
+func checkReconcileHook(c *rc, p *problems) {
+	o, err := c.r.Find("Job", "r-ticketd-reconcile")
+	if c.standby() {
+		if err == nil {
+			p.add("reconcile Job rendered for a standby: it would remove the primary's voters")
+		}
+		return
+	}
+	if err != nil {
+		p.add("no reconcile Job: a scale-down would shrink the StatefulSet with no member removed (F4)")
+		return
+	}
+	ann := o.Meta.GetAnnotations()
+	ev := strings.Split(o.Hook(), ",")
+	slices.Sort(ev)
+	if want := []string{"pre-rollback", "pre-upgrade"}; !reflect.DeepEqual(ev, want) {
+		p.add("reconcile Job runs at %v, want %v", ev, want)
+	}
+	if ann["helm.sh/hook-weight"] != "5" {
+		p.add("reconcile Job hook-weight %q, want \"5\", after the init hook's", ann["helm.sh/hook-weight"])
+	}
+	if init, err := c.r.Find("Job", "r-ticketd-init"); err == nil {
+		iw, _ := strconv.Atoi(init.Meta.GetAnnotations()["helm.sh/hook-weight"])
+		rw, _ := strconv.Atoi(ann["helm.sh/hook-weight"])
+		if rw <= iw {
+			p.add("reconcile Job hook-weight %d is not above the init Job's %d", rw, iw)
+		}
+	}
+	if ann["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+		p.add("reconcile Job hook-delete-policy %q, want before-hook-creation,hook-succeeded (a failed Job is kept)", ann["helm.sh/hook-delete-policy"])
+	}
+	job := o.Obj.(*batchv1.Job)
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 3 || job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != 900 {
+		p.add("reconcile Job backoffLimit %v activeDeadlineSeconds %v, want 3 and 900", job.Spec.BackoffLimit, job.Spec.ActiveDeadlineSeconds)
+	}
+	ps := job.Spec.Template.Spec
+	if len(ps.Containers) != 1 {
+		p.add("reconcile Job: want one container")
+		return
+	}
+	a, pos := args(ps.Containers[0].Args)
+	if !reflect.DeepEqual(pos, []string{"members", "reconcile"}) {
+		p.add("reconcile Job runs %v, want ticketd members reconcile", pos)
+	}
+	scheme := "http"
+	if c.on("tls.enabled") {
+		scheme = "https"
+	}
+	var seeds []string
+	for i := 0; i < 3; i++ {
+		seeds = append(seeds, fmt.Sprintf("%s://r-ticketd-%d.%s.%s.svc.cluster.local:%d", scheme, i, peers, ns, c.num("ports.http")))
+	}
+	want := map[string]string{
+		"replicas":   strconv.FormatInt(c.num("replicas"), 10),
+		"id-prefix":  "r-ticketd-",
+		"addr":       strings.Join(seeds, ","),
+		"token-file": "/etc/ticketd/auth/admin.token",
+		"timeout":    "10m",
+	}
+	if c.on("tls.enabled") {
+		want["ca"] = "/tls/ca.pem"
+	}
+	for k, v := range want {
+		if a[k] != v {
+			p.add("reconcile --%s=%q, want %q", k, a[k], v)
+		}
+	}
+	if len(a) != len(want) {
+		p.add("reconcile args %v, want exactly %v", a, want)
+	}
+	// The token and the CA are mounted where the flags point.
+	mounts := map[string]string{}
+	for _, m := range ps.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	secrets := map[string]string{}
+	for _, v := range ps.Volumes {
+		if v.Secret != nil && len(v.Secret.Items) == 1 {
+			secrets[v.Name] = v.Secret.SecretName + "/" + v.Secret.Items[0].Key + ">" + v.Secret.Items[0].Path
+		}
+	}
+	if got, want := secrets[mounts["/etc/ticketd/auth"]], authSecret(c)+"/admin.token>admin.token"; got != want {
+		p.add("reconcile Job mounts %q at /etc/ticketd/auth, want %s", got, want)
+	}
+	if c.on("tls.enabled") {
+		if got, want := secrets[mounts["/tls"]], caSecret(c)+"/"+caKey(c)+">ca.pem"; got != want {
+			p.add("reconcile Job mounts %q at /tls, want %s", got, want)
+		}
+	} else if _, ok := mounts["/tls"]; ok {
+		p.add("reconcile Job mounts /tls with TLS off")
 	}
 }
 

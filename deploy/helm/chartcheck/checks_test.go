@@ -30,6 +30,7 @@ var checks = []func(*rc, *problems){
 	checkPDB,
 	checkNetworkPolicy,
 	checkInitHook,
+	checkReconcileHook,
 	checkCertManager,
 	checkBackup,
 	checkMonitoring,
@@ -82,6 +83,9 @@ func checkKinds(c *rc, p *problems) {
 	if c.initHook() {
 		want["Job"], want["ServiceAccount"], want["Role"], want["RoleBinding"] = 1, 1, 1, 1
 	}
+	if !c.standby() {
+		want["Job"]++ // the reconcile hook
+	}
 	if c.on("backup.enabled") && !c.standby() {
 		want["CronJob"], want["PersistentVolumeClaim"] = 1, 1
 	}
@@ -104,7 +108,7 @@ func checkKinds(c *rc, p *problems) {
 		isHook := o.Hook() != ""
 		wantHook := o.Meta.GetLabels()["app.kubernetes.io/component"] == "hook"
 		if isHook != wantHook {
-			p.add("%s/%s: helm.sh/hook %q, but only the init hook's Job and RBAC may be hooks", o.Kind(), o.Name(), o.Hook())
+			p.add("%s/%s: helm.sh/hook %q, but only the init hook's Job and RBAC and the reconcile Job may be hooks", o.Kind(), o.Name(), o.Hook())
 		}
 	}
 	if !reflect.DeepEqual(got, want) {

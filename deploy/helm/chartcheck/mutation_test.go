@@ -73,6 +73,18 @@ var mutations = []mutation{
 	{"templates/_helpers.tpl", "{{- if eq $i 0 }}", "{{- if eq $i 7 }}", "no ca.pem"},
 	{"templates/_helpers.tpl", "    defaultMode: 0440\n    sources:", "    defaultMode: 0444\n    sources:", "projected volume tls: defaultMode"},
 	{"templates/_helpers.tpl", "{{ include \"ticketd.fullname\" . }}-tls-0 ca.crt", "{{ include \"ticketd.fullname\" . }}-tls-0 ca.pem", "ServiceMonitor TLS"},
+	{"templates/hook-reconcile.yaml", "helm.sh/hook: pre-upgrade,pre-rollback", "helm.sh/hook: pre-upgrade", "reconcile Job runs at"},
+	{"templates/hook-reconcile.yaml", `helm.sh/hook-weight: "5"`, `helm.sh/hook-weight: "-5"`, "reconcile Job hook-weight"},
+	{"templates/hook-reconcile.yaml", "helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded", "helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded,hook-failed", "reconcile Job hook-delete-policy"},
+	{"templates/hook-reconcile.yaml", "backoffLimit: 3", "backoffLimit: 30", "reconcile Job backoffLimit"},
+	{"templates/hook-reconcile.yaml", "- --replicas={{ int .Values.replicas }}", "- --replicas=3", "reconcile --replicas"},
+	{"templates/hook-reconcile.yaml", "- --id-prefix={{ $full }}-", "- --id-prefix={{ $full }}", "reconcile --id-prefix"},
+	{"templates/hook-reconcile.yaml", `- --addr={{ include "ticketd.seedURLs" . }}`, `- --addr={{ include "ticketd.clientURL" . }}`, "reconcile --addr"},
+	{"templates/hook-reconcile.yaml", "- --timeout=10m", "- --timeout=10s", "reconcile --timeout"},
+	{"templates/hook-reconcile.yaml", `{{- if eq .Values.role "primary" }}`, "{{- if true }}", "reconcile Job rendered for a standby"},
+	{"templates/hook-reconcile.yaml", `{{- if eq .Values.role "primary" }}`, "{{- if false }}", "no reconcile Job"},
+	{"templates/hook-reconcile.yaml", "automountServiceAccountToken: false", "automountServiceAccountToken: true", "r-ticketd-reconcile: automountServiceAccountToken"},
+	{"templates/hook-reconcile.yaml", "mountPath: /etc/ticketd/auth", "mountPath: /auth", "reconcile Job mounts"},
 	{"templates/svc-client.yaml", "    {{- end }}\n", "    {{- end }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n", "rendered kinds"},
 }
 
