@@ -195,6 +195,8 @@ async def _read_answer(reader: asyncio.StreamReader, ep: Endpoint, method: str) 
         if len(parts) < 2 or parts[0] not in (b"HTTP/1.1", b"HTTP/1.0") or not parts[1].isdigit() or len(parts[1]) != 3:
             raise ProtocolError(f"{ep.base} answered with {status_line[:80]!r}, not an HTTP/1.1 status line")
         status = int(parts[1])
+        if status < 100:
+            raise ProtocolError(f"{ep.base} answered with status {status}, which HTTP does not have")
         headers: Dict[str, str] = {}
         for _ in range(_MAX_HEADERS + 1):
             line = await _read_line(reader, ep)
@@ -218,7 +220,7 @@ async def _read_answer(reader: asyncio.StreamReader, ep: Endpoint, method: str) 
         return Answer(status, headers, await _read_chunked(reader, ep)), keep
     length = headers.get("content-length")
     if length is not None:
-        if not length.isdigit():
+        if not (length.isascii() and length.isdigit()):  # str.isdigit() takes "²", which int() refuses
             raise ProtocolError(f"{ep.base} sent Content-Length {length!r}")
         n = int(length)
         if n > MAX_ANSWER_BYTES:
@@ -241,12 +243,10 @@ async def _read_chunked(reader: asyncio.StreamReader, ep: Endpoint) -> bytes:
     total = 0
     while True:
         size_line = (await _read_line(reader, ep)).split(b";", 1)[0].strip()
-        try:
-            size = int(size_line, 16)
-        except ValueError:
-            raise ProtocolError(f"{ep.base} sent a chunk size {size_line[:20]!r}") from None
-        if size < 0:
+        # Hex digits only: int(x, 16) also takes "0x", "+" and "_".
+        if not size_line or size_line.strip(b"0123456789abcdefABCDEF") or len(size_line) > 16:
             raise ProtocolError(f"{ep.base} sent a chunk size {size_line[:20]!r}")
+        size = int(size_line, 16)
         if size == 0:
             for _ in range(_MAX_HEADERS + 1):  # trailers, then the blank line
                 if not await _read_line(reader, ep):
