@@ -233,8 +233,19 @@ func (l raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.
 // DialFunc opens a connection to another node's Raft port.
 type DialFunc func(address string, timeout time.Duration) (net.Conn, error)
 
+// ConnectTimeout bounds the TCP connect of a dial to a peer, within the
+// longer timeout raft gives the whole dial (10 s). A peer's name can still
+// resolve to an address no node holds any more (a pod rescheduled at a new
+// IP, until the resolver's cache expires, 5 s for Go's hosts file and
+// about as much for cluster DNS): a connect there never completes, and
+// waiting out raft's 10 s held that peer's replication, and this node's
+// shutdown, for 10 s a try (issue 43's rehearsal). A connect on a LAN, or
+// to a standby across a WAN, takes a round trip; 2 s bounds it, and the
+// next try resolves the name afresh.
+const ConnectTimeout = 2 * time.Second
+
 func defaultDial(address string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
+	d := net.Dialer{Timeout: min(timeout, ConnectTimeout)}
 	return d.Dial("tcp", address)
 }
 

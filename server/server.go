@@ -121,7 +121,14 @@ func Start(cfg Config) (*Server, error) {
 		ln = tls.NewListener(ln, cfg.APITLS)
 		s.ln = ln
 	}
+	// Forwards to the leader and asks of peers connect within
+	// cluster.ConnectTimeout: a peer's name may still resolve to the
+	// address of a pod that was rescheduled, where a connect never
+	// completes, and a forward waiting on it held its caller and this
+	// node's shutdown (issue 43's rehearsal).
+	peerDialer := &net.Dialer{Timeout: cluster.ConnectTimeout, KeepAlive: 30 * time.Second}
 	peerTransport := &http.Transport{
+		DialContext:         peerDialer.DialContext,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
@@ -787,7 +794,7 @@ func dialTLS(ctx context.Context, network, addr string, cfg *tls.Config) (net.Co
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
+	d := net.Dialer{Timeout: cluster.ConnectTimeout, KeepAlive: 30 * time.Second}
 	raw, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
