@@ -11,9 +11,15 @@
 #      Helm's engine and decoded strictly into the k8s.io/api types, the
 #      chart's promises checked, each check shown able to fail by a mutated
 #      copy of the chart, `helm lint` through Helm's own linter, and the
-#      rendered command lines run against this repository's ticketd.
+#      rendered command lines run against this repository's ticketd;
+#   4. as root, the rehearsal (deploy/helm/chartcheck/rehearsal, DESIGN.md
+#      §4.3): real ticketd processes from the rendered StatefulSet, one
+#      network namespace and read-only root per pod, a kubelet's probes, the
+#      client Service, a rolling restart, a pod moved to a new address and
+#      3 -> 5 -> 3 -> 5 through the reconcile hook's command, under Go SDK
+#      load (about a minute). Not root: skipped, and said so.
 #
-# Needs no root and no cluster. The first run on a machine downloads the
+# Needs no cluster. The first run on a machine downloads the
 # modules (about 150 MB) and compiles Helm (a few minutes on 2 cores); later
 # runs take well under a minute. Each step is bounded by a timeout.
 #   scripts/helm-check.sh
@@ -39,13 +45,13 @@ run() {
 quiet() { grep -v 'found symbolic link\|\[INFO\] Fail:' || true; }
 
 cd "$mod"
-step "1/3 module tidy and vet (the module is outside go.work, so test.sh's go vet does not reach it)"
+step "1/4 module tidy and vet (the module is outside go.work, so test.sh's go vet does not reach it)"
 run 5m go mod tidy -diff
 run 10m go vet ./...
 
 version=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
 bin=$root/build/helm/$version
-step "2/3 helm CLI $version"
+step "2/4 helm CLI $version"
 t0=$SECONDS
 if [[ ! -x $bin/helm ]]; then
   # Outside any module: helm's own go.mod decides its dependencies, as for
@@ -85,6 +91,12 @@ for bad in "replicas=4" "persistence.enabled=false" "tls.clientAuth=true" "image
   step "helm template --set $bad: refused, as it must be"
 done
 
-step "3/3 go test (render matrix, strict decoding, checks, mutations, lint, ticketd's flags)"
+step "3/4 go test (render matrix, strict decoding, checks, mutations, lint, ticketd's flags)"
 run 20m go test -count=1 -timeout 15m ./... 2>&1 | quiet
+if [[ $(id -u) == 0 ]]; then
+  step "4/4 rehearsal: the rendered pods as real processes, under SDK load"
+  run 10m env TICKETD_REHEARSAL=1 go test -count=1 -timeout 8m -v -run TestRehearsal ./rehearsal 2>&1 | quiet
+else
+  step "4/4 rehearsal: SKIPPED (it needs root for network namespaces; CI runs it)"
+fi
 step "passed in $((SECONDS - start)) s"
