@@ -44,6 +44,15 @@ trap 'rm -f "$apt_conf"' EXIT
 echo 'DPkg::Lock::Timeout "600";' >"$apt_conf"
 export APT_CONFIG=$apt_conf
 
+# timed CMD...: runs a step and says how long it took (CI's 30-minute
+# budget is spent here; the log shows where).
+timed() {
+  local t0=$SECONDS
+  "$@"
+  echo "== $1 took $((SECONDS - t0)) s (stage so far $((SECONDS - stage_start)) s)"
+}
+stage_start=$SECONDS
+
 echo "== stage 1: formatting, vet, modules, tests, fuzz and benchmark smoke"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [[ -n "$unformatted" ]]; then
@@ -55,15 +64,15 @@ fi
 packages=$(go list -m -f '{{.Dir}}/...')
 go vet $packages
 # Each module tidy, and the SDK's module graph small (issue #12).
-scripts/modules.sh
+timed scripts/modules.sh
 # The Helm chart (issue 43): a module outside go.work, so the go vet and go
 # test lines here do not reach it. Lint, render matrix, strict decoding, the
 # chart's promises, the rendered flags against this ticketd (~1 min warm; the
 # first run on a machine also builds Helm).
-scripts/helm-check.sh
+timed scripts/helm-check.sh
 # The planted bugs build only with -tags ticketd_faults, and production
 # binaries carry none of them.
-scripts/faults-build.sh
+timed scripts/faults-build.sh
 # The status page's browser test (ui/browser_test.go) drives headless Chromium:
 # scripts/browser-deps.sh installs Debian's when it is missing and prints its
 # path; naming it in TICKETD_CHROMIUM makes the test fail rather than skip.
@@ -72,40 +81,40 @@ export TICKETD_CHROMIUM
 # The migrate tests (issue #16) start real PostgreSQL and MariaDB servers of
 # their own: scripts/migrate-deps.sh installs Debian's when missing, and
 # TICKETD_REQUIRE_DBS makes the tests fail rather than skip without them.
-scripts/migrate-deps.sh
+timed scripts/migrate-deps.sh
 export TICKETD_REQUIRE_DBS=1
 # -p 1: packages that start clusters must not run side by side on a small machine.
-go test -race -count=1 -p 1 -timeout 25m "$@" $packages
+timed go test -race -count=1 -p 1 -timeout 25m "$@" $packages
 # Real Redis clients of two more languages (redis-cli, Python's redis; Go's
 # go-redis runs in the go test line above) against the Redis-protocol front
 # of a 3-process cluster, through a leader SIGKILL; installs redis-tools and
 # python3-redis from Debian when they are missing.
-scripts/resp-clients.sh
+timed scripts/resp-clients.sh
 # The Python and Java client libraries' own unit tests, each in its runner
 # (Debian's python3-pytest; JUnit 5 through Maven with Debian's repository),
 # installed from Debian when missing.
-scripts/clients-test.sh
+timed scripts/clients-test.sh
 # The client conformance suite (clients/conformance): the Go, Python (threads and asyncio) and Java
 # libraries, each through its driver, against 3 ticketd processes while the
 # leader is killed and paused and nodes restart; no ID twice, order per
 # handle, a bounded wait, typed errors, recovery, a clean close; the Go SDK
 # in both its modes. (The planted bugs: scripts/conformance.sh --planted.)
-scripts/conformance.sh
+timed scripts/conformance.sh
 # The alerting rules' unit tests (promtool, installed from Debian when
 # missing), the example scrape config, and the dashboard; fails when a metric,
 # label or route they name is renamed in the Go source.
-scripts/alerts-test.sh
+timed scripts/alerts-test.sh
 # Every fuzz target for a few seconds beyond its seed corpus (which the
 # line above already ran as tests); scripts/fuzz.sh runs them for longer.
-scripts/fuzz.sh --time "${FUZZ_TIME:-1s}"
+timed scripts/fuzz.sh --time "${FUZZ_TIME:-1s}"
 # The benchmark in smoke mode, so it cannot rot: a few seconds of ticketd and
 # the bare Echo handler; fails only on a correctness error (overlapping or
 # mis-sized ranges, errors), never on slow numbers.
-scripts/bench.sh --smoke
+timed scripts/bench.sh --smoke
 echo "== stage 1 passed"
 
 if (( fault_suite )); then
   echo "== stage 2: the fault-injection suite's CI schedule (root; under 5 minutes)"
-  scripts/jepsen-ci.sh
+  timed scripts/jepsen-ci.sh
   echo "== stage 2 passed"
 fi
