@@ -53,7 +53,7 @@ timed() {
 }
 stage_start=$SECONDS
 
-echo "== stage 1: formatting, vet, modules, tests, fuzz and benchmark smoke"
+echo "== stage 1: formatting, vet, modules, tests (fuzz seeds included) and benchmark smoke"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [[ -n "$unformatted" ]]; then
   echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
