@@ -67,6 +67,26 @@ func ticketdBin(t *testing.T) string {
 	return bin
 }
 
+// runBinary runs ticketd with argv outside any pod (no TICKETD_ or
+// KUBERNETES_ variables) and returns its output and exit code (-1 when it
+// did not exit by itself).
+func runBinary(bin string, argv []string) (string, int, error) {
+	var out bytes.Buffer
+	c := exec.Command(bin, argv...)
+	c.Stdout, c.Stderr = &out, &out
+	c.Env = withoutEnv()
+	err := c.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		}
+	}
+	return out.String(), code, err
+}
+
 // flagsOf lists the flags `ticketd <cmd> -h` prints (Go's flag package:
 // "  -name value").
 func flagsOf(t *testing.T, bin string, cmd ...string) map[string]bool {
@@ -116,14 +136,7 @@ func TestBinary_KnowsEveryRenderedFlag(t *testing.T) {
 	reconcile := flagsOf(t, bin, "members", "reconcile")
 	sawReconcile := false
 	for _, rcase := range matrix {
-		vals, err := values(rcase.set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Render(chartT(t), vals, Release)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := renderT(t, rcase.set)
 		for _, o := range r.Objects {
 			var argv []string
 			known := serve
@@ -158,28 +171,15 @@ func TestBinary_KnowsEveryRenderedFlag(t *testing.T) {
 func TestBinary_AcceptsTheInitHooksCommand(t *testing.T) {
 	bin := ticketdBin(t)
 	for _, set := range []string{"", "replicas=5,auth.existingSecret=tokens"} {
-		vals, err := values(set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Render(chartT(t), vals, Release)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := renderT(t, set)
 		o, err := r.Find("Job", "r-ticketd-init")
 		if err != nil {
 			t.Fatal(err)
 		}
 		argv := o.Obj.(*batchv1.Job).Spec.Template.Spec.Containers[0].Args
-		var out bytes.Buffer
-		c := exec.Command(bin, argv...)
-		c.Stdout, c.Stderr = &out, &out
-		c.Env = withoutEnv()
-		err = c.Run()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "KUBERNETES_SERVICE_HOST") {
+		if out, code, err := runBinary(bin, argv); code != 1 || !strings.Contains(out, "KUBERNETES_SERVICE_HOST") {
 			t.Errorf("--set %q: ticketd %s: %v, want exit 1 for want of the Kubernetes API, after the flags passed:\n%s",
-				set, strings.Join(argv, " "), err, out.String())
+				set, strings.Join(argv, " "), err, out)
 		}
 	}
 }
@@ -202,14 +202,7 @@ func TestBinary_AcceptsTheReconcileHooksCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range []string{"", "replicas=5", "tls.enabled=false,auth.existingSecret=tokens"} {
-		vals, err := values(set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Render(chartT(t), vals, Release)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := renderT(t, set)
 		o, err := r.Find("Job", "r-ticketd-reconcile")
 		if err != nil {
 			t.Fatal(err)
@@ -241,15 +234,9 @@ func TestBinary_AcceptsTheReconcileHooksCommand(t *testing.T) {
 				t.Errorf("--set %q: the reconcile Job has no %s", set, f)
 			}
 		}
-		var out bytes.Buffer
-		c := exec.Command(bin, argv...)
-		c.Stdout, c.Stderr = &out, &out
-		c.Env = withoutEnv()
-		err = c.Run()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "127.0.0.1:1") {
+		if out, code, err := runBinary(bin, argv); code != 1 || !strings.Contains(out, "127.0.0.1:1") {
 			t.Errorf("--set %q: ticketd %s: %v, want exit 1 for want of a reachable node, after the flags passed:\n%s",
-				set, strings.Join(argv, " "), err, out.String())
+				set, strings.Join(argv, " "), err, out)
 		}
 	}
 }

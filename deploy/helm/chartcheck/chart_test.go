@@ -26,6 +26,21 @@ func chartT(t *testing.T) *chart.Chart {
 	return ch
 }
 
+// renderT renders the chart with `helm --set` values, failing the test on
+// any error.
+func renderT(t *testing.T, set string) Rendered {
+	t.Helper()
+	vals, err := values(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Render(chartT(t), vals, Release)
+	if err != nil {
+		t.Fatalf("render --set %q: %v", set, err)
+	}
+	return r
+}
+
 // repoRules decodes the repository's rules file strictly into the
 // PrometheusRule spec the chart's PrometheusRule must equal.
 func repoRules() (monitoringv1.PrometheusRuleSpec, error) {
@@ -74,14 +89,7 @@ func TestChart_Notes(t *testing.T) {
 		{"", `get secret r-ticketd-tls -o jsonpath='{.data.ca\.pem}'`},
 		{"tls.mode=certManager,auth.existingSecret=tokens", `get secret r-ticketd-tls-0 -o jsonpath='{.data.ca\.crt}'`},
 	} {
-		vals, err := values(tc.set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Render(chartT(t), vals, Release)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := renderT(t, tc.set)
 		for _, want := range []string{"r-ticketd-0 to r-ticketd-2", "Never lower replicas first", "https://r-ticketd.ns.svc.cluster.local:8080", tc.ca} {
 			if !strings.Contains(r.Notes, want) {
 				t.Errorf("--set %q: NOTES.txt lacks %q:\n%s", tc.set, want, r.Notes)
