@@ -87,11 +87,7 @@ func newDockerBackend(cfg *config) (backend, error) {
 	// The compose command carries each node's addresses and initial
 	// cluster; timings and planted faults come in as TICKETD_* variables
 	// (every flag reads one), through an override file in the run folder.
-	args := cfg.timingArgs()
-	for i := 0; i+1 < len(args); i += 2 {
-		k := "TICKETD_" + strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(args[i], "--"), "-", "_"))
-		b.extraEnv = append(b.extraEnv, k+"="+args[i+1])
-	}
+	b.extraEnv = flagsEnv(cfg.timingArgs())
 	b.extraEnv = append(b.extraEnv, "TICKETD_TOKENS="+cfg.tokensEnv())
 	var ov strings.Builder
 	ov.WriteString("version: \"2.4\"\nservices:\n")

@@ -137,6 +137,11 @@ type config struct {
 	// MaxRPCsInFlight is the nodes' --raft-max-rpcs-in-flight (0: their
 	// default).
 	MaxRPCsInFlight int
+	// LeaseReads: the nodes run with --lease-reads and --lease-duration
+	// LeaseDuration (issue 44; the lease nemeses, leadlease.go, time
+	// themselves by LeaseDuration either way; 0: defaultLeaseDuration).
+	LeaseReads    bool
+	LeaseDuration time.Duration
 
 	root string // the repository root
 	// Bearer tokens the nodes accept (authentication stays on, as in
@@ -215,6 +220,8 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat-timeout", 300*time.Millisecond, "nodes' --heartbeat-timeout")
 	fs.DurationVar(&cfg.Election, "election-timeout", 300*time.Millisecond, "nodes' --election-timeout")
 	fs.DurationVar(&cfg.Lease, "leader-lease-timeout", 150*time.Millisecond, "nodes' --leader-lease-timeout")
+	fs.BoolVar(&cfg.LeaseReads, "lease-reads", false, "nodes' --lease-reads: a leader cuts ranges without a quorum probe while a majority's lease promises hold (issue 44); with it the nodes also get --lease-duration. Off, the nodes get neither flag (an older binary knows neither)")
+	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", defaultLeaseDuration, "nodes' --lease-duration (with --lease-reads), and what the lease nemeses (pause-leader-lease, restart-promised) time themselves by, leases on or off; at most 10s, the nodes' cap; 0: 2s")
 	fs.Uint64Var(&cfg.SnapThreshold, "snapshot-threshold", 64, "nodes' --snapshot-threshold (small: snapshots and their install are always in play)")
 	fs.DurationVar(&cfg.SnapInterval, "snapshot-interval", time.Second, "nodes' --snapshot-interval")
 	fs.Uint64Var(&cfg.Trailing, "trailing-logs", 32, "nodes' --trailing-logs")
@@ -343,6 +350,8 @@ func (c *config) validate() error {
 		return errors.New("--dr: want --dr-standby-timeout >= 100ms, --dr-after >= 1s and --time-limit at least 10s longer than --dr-after")
 	case !c.DR && slices.ContainsFunc(strings.Split(c.Faults, ","), func(f string) bool { return slices.Contains(promoteFaults, strings.TrimSpace(f)) }):
 		return fmt.Errorf("--fault %s: bugs of ticketd promote go with --dr", strings.Join(promoteFaults, " and "))
+	case c.LeaseDuration < 0 || c.LeaseDuration > 10*time.Second:
+		return fmt.Errorf("--lease-duration %v: want at most 10s (the nodes refuse a longer lease)", c.LeaseDuration)
 	case c.Upgrade && c.Nodes < 4:
 		return errors.New("--upgrade: want --nodes >= 4 (a rollback of two replaced nodes needs three replaced and one left)")
 	}
@@ -371,7 +380,21 @@ func (c *config) validate() error {
 // knownFaults are the server's planted bugs (--unsafe-fault).
 var knownFaults = []string{"serve-uncommitted", "skip-barrier", "skip-verify", "keep-blocks", "raise-no-cut",
 	"raise-cut-by-caller", "restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "lease-wall-clock-expiry",
-	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", "standby-trust-receipt", "promoted-refuse-recorded-only", "promote-without-advance", "promote-keeps-leases"}
+	"grouped-blocks-ignore-level", "snowflake-serve-after-lease", "snowflake-ignore-floor", "standby-trust-receipt", "promoted-refuse-recorded-only", "promote-without-advance", "promote-keeps-leases",
+	"lease-forget-promise", "lease-serve-past-expiry", "lease-kept-across-transfer", "lease-clock-drift"}
+
+// leaseDuration is --lease-duration, or its default when unset.
+func (c *config) leaseDuration() time.Duration {
+	if c.LeaseDuration > 0 {
+		return c.LeaseDuration
+	}
+	return defaultLeaseDuration
+}
+
+// defaultLeaseDuration is --lease-duration's default: against the suite's
+// 300 ms election timeout, 2 s leaves the lease nemeses room to pause a
+// leader across the end of its lease.
+const defaultLeaseDuration = 2 * time.Second
 
 // flagSet reports whether the command line set the named flag.
 func flagSet(fs *flag.FlagSet, name string) bool {

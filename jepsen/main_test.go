@@ -150,10 +150,58 @@ func TestVerdict(t *testing.T) {
 }
 
 func TestTimingArgsBecomeEnv(t *testing.T) {
-	c := &config{Faults: "skip-verify"}
+	c := &config{Faults: "skip-verify", LeaseReads: true, LeaseDuration: 4 * time.Second}
 	args := c.timingArgs()
-	if len(args)%2 != 0 || !slices.Contains(args, "--unsafe-fault") {
+	if !slices.Contains(args, "--unsafe-fault") {
 		t.Fatalf("args %v", args)
+	}
+	env := flagsEnv(args)
+	for _, want := range []string{"TICKETD_UNSAFE_FAULT=skip-verify", "TICKETD_LEASE_READS=true", "TICKETD_LEASE_DURATION=4s",
+		"TICKETD_ELECTION_TIMEOUT=0s", "TICKETD_RAFT_LOG_LEVEL=info"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("env %v lacks %s", env, want)
+		}
+	}
+	if len(env) != (len(args)-1)/2+1 { // --lease-reads=true is one argument, every other flag two
+		t.Errorf("%d variables from %d arguments: %v", len(env), len(args), env)
+	}
+}
+
+func TestTimingArgs_LeaseFlagsOnlyWithLeaseReads(t *testing.T) {
+	on := &config{LeaseReads: true}
+	args := strings.Join(on.timingArgs(), " ")
+	if !strings.Contains(args, "--lease-reads=true --lease-duration 2s") {
+		t.Errorf("leases on, default duration: %s", args)
+	}
+	on.LeaseDuration = 4 * time.Second
+	if args := strings.Join(on.timingArgs(), " "); !strings.Contains(args, "--lease-duration 4s") {
+		t.Errorf("--lease-duration 4s: %s", args)
+	}
+	// An older release knows neither flag; leases off passes neither.
+	for name, args := range map[string][]string{"legacy": on.legacyTimingArgs(), "off": (&config{LeaseDuration: time.Second}).timingArgs()} {
+		if strings.Contains(strings.Join(args, " "), "--lease-") {
+			t.Errorf("%s: %v", name, args)
+		}
+	}
+}
+
+func TestLeasePauseFor_StraddlesTheLeaseEnd(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, 4 * time.Second} {
+		cfg := &config{LeaseDuration: d, Election: 300 * time.Millisecond}
+		m := newNemesis(cfg, nil, nil, nil, 1, t.Logf)
+		lo, hi := cfg.leaseDuration()/2, cfg.leaseDuration()+4*cfg.Election
+		var below, above bool
+		for range 1000 {
+			p := m.leasePauseFor()
+			if p < lo || p > hi {
+				t.Fatalf("D %v: pause %v outside [%v, %v]", d, p, lo, hi)
+			}
+			below = below || p < cfg.leaseDuration()
+			above = above || p > cfg.leaseDuration()+cfg.Election
+		}
+		if !below || !above {
+			t.Errorf("D %v: pauses never below the lease (%v) or never past it by an election (%v)", d, below, above)
+		}
 	}
 }
 
@@ -215,7 +263,8 @@ func TestValidateFaultsAndNewWorkloads(t *testing.T) {
 	base := config{Nodes: 3, TimeLimit: time.Second, FaultMin: time.Second, FaultMax: time.Second, Schedule: "cycle", Net: "auto",
 		RawWorkers: 1, OpTimeout: time.Second, SnowflakeWorkers: 2, SnowflakeRate: 200, LeaseWorkers: 2, LeaseHold: 100 * time.Millisecond,
 		Migration: true, MigrationAdvance: 1e12, MigrationNodes: 3, MigrationPhase: time.Second}
-	for _, f := range []string{"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "keep-blocks,skip-acquire-idempotency", "lease-wall-clock-expiry"} {
+	for _, f := range []string{"restore-skip-empty-check", "reuse-lease-tokens", "skip-acquire-idempotency", "keep-blocks,skip-acquire-idempotency", "lease-wall-clock-expiry",
+		"lease-forget-promise", "lease-serve-past-expiry", "lease-kept-across-transfer", "lease-clock-drift"} {
 		c := base
 		c.Faults = f
 		if err := c.validate(); err != nil {
@@ -232,6 +281,8 @@ func TestValidateFaultsAndNewWorkloads(t *testing.T) {
 		"many: negative":  func(c *config) { c.ManySeqs = -1 },
 		"many: too many":  func(c *config) { c.ManySeqs = 10_001 },
 		"many: no seqs":   func(c *config) { c.ManySeqs, c.ManyWorkers = 0, 4 },
+		"lease too long":  func(c *config) { c.LeaseDuration = 11 * time.Second },
+		"lease negative":  func(c *config) { c.LeaseDuration = -time.Second },
 	} {
 		c := base
 		mod(&c)

@@ -84,6 +84,14 @@ var nemesisKinds = []nemesisKind{
 	{name: "wipe-rejoin", group: "membership", inject: (*nemesis).wipeRejoin},
 	// move leadership away from a node and back to it
 	{name: "leader-bounce", net: true, inject: (*nemesis).leaderBounce},
+	// SIGSTOP the leader across the end of its lease, SIGCONT (leadlease.go)
+	{name: "pause-leader-lease", group: "lease", inject: (*nemesis).pauseLeaderLease},
+	// SIGSTOP the leader, SIGKILL and restart every follower, SIGCONT the
+	// leader 0.4 lease durations later
+	{name: "restart-promised", group: "lease", inject: (*nemesis).restartPromised},
+	// move leadership 3-5 times by the API, the transferee's packets to
+	// the old leader delayed
+	{name: "transfer-under-load", group: "lease", net: true, inject: (*nemesis).transferUnderLoad},
 	// step wall clocks forward or back, seconds to hours (faults build)
 	{name: "clock", clockControl: true, inject: (*nemesis).clockFault},
 	// fill the leader's data filesystem (ENOSPC), hold under load, free it

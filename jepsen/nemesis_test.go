@@ -16,8 +16,8 @@ import (
 func TestNemesisKinds_TableIsCompleteAndConsistent(t *testing.T) {
 	groupNames, groups := kindGroups()
 	// The groups --nemesis and the README document.
-	if !slices.Equal(groupNames, []string{"kill", "partition", "link", "membership", "storage"}) {
-		t.Errorf("groups %v, want kill, partition, link, membership, storage", groupNames)
+	if !slices.Equal(groupNames, []string{"kill", "partition", "link", "membership", "lease", "storage"}) {
+		t.Errorf("groups %v, want kill, partition, link, membership, lease, storage", groupNames)
 	}
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -83,7 +83,7 @@ func TestParseKinds_UnknownNameIsNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
 			t.Errorf("%q: error %v does not name %q", arg, err, bad)
 		}
-		if err != nil && !strings.Contains(err.Error(), "groups: kill, partition, link, membership, storage;") {
+		if err != nil && !strings.Contains(err.Error(), "groups: kill, partition, link, membership, lease, storage;") {
 			t.Errorf("%q: error %v does not list the groups", arg, err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestNemesis_Applicable_SkipsWhatTheTableSaysCannotRun(t *testing.T) {
 		t.Errorf("partition-ring: %+v", k)
 	}
 	for _, name := range []string{"partition-leader", "partition-halves", "partition-bridge", "partition-ring",
-		"delay-leader", "loss-leader", "remove-isolated", "leader-bounce"} {
+		"delay-leader", "loss-leader", "remove-isolated", "leader-bounce", "transfer-under-load"} {
 		if k, _ := lookupKind(name); !k.net {
 			t.Errorf("%s does not need network faults", name)
 		}

@@ -172,6 +172,33 @@ func (f *netFaults) slow(n *Node, queue uint16, d, jitter time.Duration) error {
 	return err
 }
 
+// slowTo delays only the packets n sends to peer, by d plus a random part
+// of up to jitter: one direction of one link (transfer-under-load: the
+// transferee's vote request and heartbeats reach the old leader late, while
+// everything else, clients included, flows as usual).
+func (f *netFaults) slowTo(n, peer *Node, queue uint16, d, jitter time.Duration) error {
+	ns, err := f.b.netns(n)
+	if err != nil {
+		return err
+	}
+	ip, err := f.b.nodeIP(peer)
+	if err != nil {
+		return err
+	}
+	if err := f.chains(n); err != nil {
+		return err
+	}
+	dl, err := netfault.StartDelayer(ns, queue, d, jitter, f.seed)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.delay[n] = dl
+	f.mu.Unlock()
+	_, err = f.ipt(n, "-A", "TJ_OUT", "-o", f.b.iface(), "-d", ip, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(queue), "--queue-bypass")
+	return err
+}
+
 // heal removes every rule and delayer. Rules of a node whose namespace is
 // gone (a container that exited) went with it.
 func (f *netFaults) heal() error {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -119,6 +120,10 @@ func (c *config) timingArgs() []string {
 	if c.MaxRPCsInFlight != 0 {
 		args = append(args, "--raft-max-rpcs-in-flight", fmt.Sprint(c.MaxRPCsInFlight))
 	}
+	if c.LeaseReads {
+		// One argument: a bool flag takes no separate value.
+		args = append(args, "--lease-reads=true", "--lease-duration", c.leaseDuration().String())
+	}
 	if c.Faults != "" {
 		args = append(args, "--unsafe-fault", c.Faults)
 	}
@@ -127,11 +132,33 @@ func (c *config) timingArgs() []string {
 
 // legacyTimingArgs are timingArgs for a node on an upgrade run's older
 // release: the same, without --unsafe-fault (a planted bug is the new
-// binary's, and the older one is a production build).
+// binary's, and the older one is a production build) and without the lease
+// flags (the older release has none: its nodes answer no lease probe, and
+// the cluster's feature level keeps the new ones from using leases until
+// every node is replaced).
 func (c *config) legacyTimingArgs() []string {
 	old := *c
 	old.Faults = ""
+	old.LeaseReads = false
 	return old.timingArgs()
+}
+
+// flagsEnv turns `ticketd serve` flags into the TICKETD_* variables every
+// flag also reads (Docker mode): "--name value" and "--name=value" alike.
+func flagsEnv(args []string) []string {
+	var env []string
+	for i := 0; i < len(args); i++ {
+		name, val, ok := strings.Cut(strings.TrimPrefix(args[i], "--"), "=")
+		if !ok {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			val = args[i]
+		}
+		env = append(env, "TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))+"="+val)
+	}
+	return env
 }
 
 func fileExists(p string) bool {
