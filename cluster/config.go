@@ -95,6 +95,23 @@ type Config struct {
 	// partitioned voter costs the first round that meets it.
 	ProbeHedge time.Duration
 
+	// LeaseReads lets the leader answer leadership checks from a lease
+	// (lease.go) rather than a quorum round per batch of requests. It
+	// assumes node clocks' rates differ by at most LeaseMaxDrift; off by
+	// default (README, Guarantees). Every node answers lease probes
+	// whatever it says: it decides only whether this node, as leader,
+	// asks for promises.
+	LeaseReads bool
+	// LeaseDuration is how long a voter promises not to vote after it
+	// answers a lease probe: zero means ElectionTimeout. A crashed leader
+	// costs up to this much more unavailability, and a restarted voter
+	// that promised sits out elections this long.
+	LeaseDuration time.Duration
+	// LeaseMaxDrift is ε: a lease ends at start + LeaseDuration·(1−ε) on
+	// the leader's clock, safe while no voter's clock runs more than
+	// 1/(1−ε) times as fast as the leader's.
+	LeaseMaxDrift float64
+
 	// Version is this node's release (buildinfo.Version), reported with
 	// its feature level to the leader's level probe.
 	Version string
@@ -174,6 +191,7 @@ func DefaultConfig() Config {
 		ProbeTimeout:       500 * time.Millisecond,
 		ProbeHedge:         25 * time.Millisecond,
 		LevelProbeInterval: 2 * time.Second,
+		LeaseMaxDrift:      0.1,
 		MaxRPCsInFlight:    1,
 		RaftLogLevel:       slog.LevelWarn,
 	}
@@ -212,6 +230,12 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeTimeout <= 0 || c.ProbeHedge <= 0 || c.ProbeHedge > c.ProbeTimeout {
 		errs = append(errs, fmt.Errorf("probe timing: want 0 < hedge (%v) <= timeout (%v)", c.ProbeHedge, c.ProbeTimeout))
+	}
+	if c.LeaseDuration < 0 || c.LeaseDuration > maxLeaseDuration {
+		errs = append(errs, fmt.Errorf("lease duration %v: want at most %v (0 means the election timeout)", c.LeaseDuration, maxLeaseDuration))
+	}
+	if c.LeaseReads && (c.LeaseMaxDrift <= 0 || c.LeaseMaxDrift >= 0.5) {
+		errs = append(errs, fmt.Errorf("lease max drift %v: want 0 < drift < 0.5 (0.1 allows a voter's clock to run 11%% fast against the leader's)", c.LeaseMaxDrift))
 	}
 	if c.FeatureLevel > fsm.CurrentLevel {
 		errs = append(errs, fmt.Errorf("feature level %d is above what this binary knows (%d)", c.FeatureLevel, fsm.CurrentLevel))

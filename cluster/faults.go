@@ -29,6 +29,32 @@ type faultConfig struct {
 	// as the old cluster's, so a voter the old primary took in after the
 	// standby fell out is followed when it leads the old region back.
 	UnsafeRefuseRecordedOnly bool
+	// UnsafeLeaseForgetPromise is a planted bug: a restarted voter keeps
+	// none of the promises its last process made, and votes at once.
+	UnsafeLeaseForgetPromise bool
+	// UnsafeLeaseServePastExpiry is a planted bug: the leader serves from
+	// a lease whatever its clock says, until it steps down.
+	UnsafeLeaseServePastExpiry bool
+	// UnsafeLeaseKeptAcrossTransfer is a planted bug: the leader releases
+	// its voters' promises for a transfer but keeps serving from its lease.
+	UnsafeLeaseKeptAcrossTransfer bool
+	// UnsafeLeaseClockRate, when not 0, is a planted bug: the leader's
+	// lease clock runs at this rate of the real one (0.25 for
+	// lease-clock-drift, far beyond any drift bound).
+	UnsafeLeaseClockRate float64
+}
+
+func (c faultConfig) leaseForgetPromise() bool { return c.UnsafeLeaseForgetPromise }
+
+func (c faultConfig) leaseServePastExpiry() bool { return c.UnsafeLeaseServePastExpiry }
+
+func (c faultConfig) leaseKeptAcrossTransfer() bool { return c.UnsafeLeaseKeptAcrossTransfer }
+
+func (c faultConfig) leaseClockRate() float64 {
+	if c.UnsafeLeaseClockRate == 0 {
+		return 1
+	}
+	return c.UnsafeLeaseClockRate
 }
 
 func (c faultConfig) skipBarrier() bool { return c.UnsafeSkipBarrier }

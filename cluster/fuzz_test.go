@@ -60,7 +60,7 @@ func FuzzMuxServiceHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ln := newFakeListener()
 		probes := make(chan net.Conn, 4)
-		m := newMux(ln, ln.Addr(), nil, discardLogger(), func(c net.Conn) { probes <- c }, func(c net.Conn) { _ = c.Close() }, func(c net.Conn) { _ = c.Close() })
+		m := newMux(ln, ln.Addr(), nil, discardLogger(), muxServices{probe: func(c net.Conn) { probes <- c }, lease: closeConn, level: closeConn, cert: closeConn})
 		raftConns := make(chan net.Conn, 4)
 		acceptDone := make(chan error, 1)
 		go func() {
@@ -143,7 +143,7 @@ func FuzzMuxServiceHeader(f *testing.F) {
 func TestMux_Close_SilentAndUnacceptedConnections_ReturnsPromptly(t *testing.T) {
 	ln := listenLoopback(t)
 	probes := make(chan net.Conn, 1)
-	m := newMux(ln, ln.Addr(), nil, discardLogger(), func(c net.Conn) { probes <- c }, func(c net.Conn) { _ = c.Close() }, func(c net.Conn) { _ = c.Close() })
+	m := newMux(ln, ln.Addr(), nil, discardLogger(), muxServices{probe: func(c net.Conn) { probes <- c }, lease: closeConn, level: closeConn, cert: closeConn})
 	silent := dialLoopback(t, ln.Addr().String())
 	defer silent.Close()
 	unaccepted := dialLoopback(t, ln.Addr().String())
@@ -265,7 +265,7 @@ func checkProbeClient(t *testing.T, script []byte, honestTerm uint64) {
 		voters = append(voters, v)
 		return v, nil
 	}
-	pc := newProbeClient(dial)
+	pc := newProbeClient(dial, muxProbe)
 
 	stream := bytes.Join(chunks, nil)
 	avail := 0 // bytes the voter has sent once it has read request round
@@ -433,7 +433,7 @@ func FuzzRaftTransportFrames(f *testing.F) {
 			t.Skip("declares a string or binary of more than 1 MiB (known go-msgpack issue)")
 		}
 		ln := newFakeListener()
-		m := newMux(ln, ln.Addr(), nil, discardLogger(), func(c net.Conn) { _ = c.Close() }, func(c net.Conn) { _ = c.Close() }, func(c net.Conn) { _ = c.Close() })
+		m := newMux(ln, ln.Addr(), nil, discardLogger(), muxServices{probe: closeConn, lease: closeConn, level: closeConn, cert: closeConn})
 		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream: raftLayer{m}, MaxPool: 1, Timeout: time.Second,
 			Logger: newRaftLogger(discardLogger(), slog.LevelError),

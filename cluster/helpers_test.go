@@ -13,6 +13,8 @@ import (
 	"github.com/ticketd/ticketd/fsm"
 )
 
+func closeConn(c net.Conn) { _ = c.Close() }
+
 type timings struct{ heartbeat, election, lease time.Duration }
 
 var (

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,14 @@ type leaderWatch struct {
 	refuse     func(rpc raft.RPC) error
 	// onCommit is told of every leader commit index seen (freshStart).
 	onCommit func(uint64)
+	// promises, when set, holds back votes this node promised not to
+	// give or ask for (promise.go); beforeTimeoutNow releases the
+	// leader's lease before a transfer's target campaigns.
+	promises         *promises
+	beforeTimeoutNow func()
+	localID          string
+	localAddr        string
+	log              *slog.Logger
 
 	once     sync.Once
 	consumer chan raft.RPC
@@ -63,6 +72,10 @@ func (w *leaderWatch) relay(in <-chan raft.RPC) {
 					rpc.Respond(nil, err)
 					continue
 				}
+			}
+			rpc, ok := w.guardVote(rpc)
+			if !ok {
+				continue
 			}
 			select {
 			case w.consumer <- rpc:

@@ -151,6 +151,7 @@ func (n *Node) checkLeadership() {
 func (n *Node) stepDown(l Leadership) {
 	n.cfg.Metrics.LeadershipChanged()
 	n.current.Store(nil)
+	n.dropLease()
 	n.levels.set(nil) // a follower shows no probe answers, rather than stale ones
 	n.epoch.Add(1)
 	n.log.Info("stopped serving as leader", "term", l.Term)
@@ -206,6 +207,13 @@ func (n *Node) establish(term uint64) {
 		defer n.wg.Done()
 		n.watchLevels(l)
 	}()
+	if n.cfg.LeaseReads {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.renewLeases(l)
+		}()
+	}
 }
 
 // recordOwnMetadata writes this node's addresses into the replicated member

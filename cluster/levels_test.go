@@ -22,7 +22,7 @@ func TestAskLevel_ReportedNoReportUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	answerer := &Node{cfg: Config{Version: "v9.9.9", FeatureLevel: fsm.LevelRaiseAndShards}}
-	m := newMux(ln, ln.Addr(), nil, discardLogger(), func(c net.Conn) { _ = c.Close() }, answerer.serveLevel, func(c net.Conn) { _ = c.Close() })
+	m := newMux(ln, ln.Addr(), nil, discardLogger(), muxServices{probe: closeConn, lease: closeConn, level: answerer.serveLevel, cert: closeConn})
 	t.Cleanup(func() { _ = m.Close() })
 	if got := asker.askLevel("new", ln.Addr().String()); got.Report != LevelReported || got.Level != fsm.LevelRaiseAndShards || got.Version != "v9.9.9" {
 		t.Fatalf("a node of this release: %+v", got)

@@ -63,6 +63,8 @@ func (n *Node) addServer(ctx context.Context, id, raftAddr string, voter bool) e
 	}
 	return n.await(ctx, func() raft.Future {
 		if voter {
+			// No lease outlives the configuration whose majority gave it.
+			n.dropLease()
 			return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
 		}
 		return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ElectionTimeout)
@@ -143,6 +145,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 		return nil
 	}
 	if err := n.await(ctx, func() raft.Future {
+		n.dropLease()
 		return n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ElectionTimeout)
 	}); err != nil {
 		return err
@@ -153,6 +156,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 
 // TransferLeadership hands leadership to another voter and waits for it.
 func (n *Node) TransferLeadership(ctx context.Context) error {
+	defer n.beginTransfer()()
 	return n.await(ctx, n.raft.LeadershipTransfer)
 }
 

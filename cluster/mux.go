@@ -20,6 +20,10 @@ import (
 const (
 	muxRaft  byte = 'R'
 	muxProbe byte = 'P'
+	// muxLease carries leader leases' promises and releases (promise.go).
+	// An older binary drops the connection; a leader uses leases only once
+	// the cluster's feature level says every member answers them.
+	muxLease byte = 'L'
 	// muxLevel asks for the node's release and feature level (levels.go).
 	// A binary older than feature levels drops the connection, which the
 	// asker reads as "no report".
@@ -40,9 +44,7 @@ type mux struct {
 	dial      DialFunc
 	log       *slog.Logger
 	raftConns chan net.Conn
-	probe     func(net.Conn)
-	level     func(net.Conn) // answers and closes; bounded by its own deadline
-	cert      func(net.Conn) // owns the connection (certConns closes it)
+	muxServices
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -79,22 +81,28 @@ func (c *raftConn) Close() error {
 	return c.Conn.Close()
 }
 
-func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, probe, level, cert func(net.Conn)) *mux {
+// muxServices are the handlers of the Raft port's services other than Raft.
+type muxServices struct {
+	probe func(net.Conn) // owns the connection (the probe server closes it)
+	lease func(net.Conn) // owns the connection (leaseConns closes it)
+	level func(net.Conn) // answers and closes; bounded by its own deadline
+	cert  func(net.Conn) // owns the connection (certConns closes it)
+}
+
+func newMux(ln net.Listener, advertise net.Addr, dial DialFunc, log *slog.Logger, services muxServices) *mux {
 	if dial == nil {
 		dial = defaultDial
 	}
 	m := &mux{
-		ln:        ln,
-		advertise: advertise,
-		dial:      dial,
-		log:       log,
-		raftConns: make(chan net.Conn),
-		probe:     probe,
-		level:     level,
-		cert:      cert,
-		closed:    make(chan struct{}),
-		pending:   make(map[net.Conn]struct{}),
-		raftOwned: make(map[*raftConn]struct{}),
+		ln:          ln,
+		advertise:   advertise,
+		dial:        dial,
+		log:         log,
+		raftConns:   make(chan net.Conn),
+		muxServices: services,
+		closed:      make(chan struct{}),
+		pending:     make(map[net.Conn]struct{}),
+		raftOwned:   make(map[*raftConn]struct{}),
 	}
 	m.wg.Add(1)
 	go m.serve()
@@ -170,6 +178,8 @@ func (m *mux) route(c net.Conn) {
 		// The probe server owns the connection from here and closes it
 		// when it shuts down.
 		go m.probe(c)
+	case muxLease:
+		go m.lease(c)
 	case muxLevel:
 		m.level(c)
 	case muxCert:

@@ -44,6 +44,14 @@ type Node struct {
 	probeOrder  probeOrder
 	verifier    *verifier
 
+	// Leader leases (lease.go, promise.go): the lease this node holds as
+	// leader, the promises it made as a voter, the client that asks voters
+	// for theirs, and the lease service's connections.
+	leaseState  leaseState
+	promises    *promises
+	leaseClient *probeClient
+	leaseConns  connSet
+
 	// levels is what the leader's level probe last learned of each
 	// member; levelMu orders a level raise against a join (levels.go).
 	levels  memberLevels
@@ -112,6 +120,9 @@ type Node struct {
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = cfg.ElectionTimeout
 	}
 	base := cfg.Logger
 	if base == nil {
@@ -264,14 +275,15 @@ func (n *Node) openNetwork() error {
 		_ = ln.Close()
 		return fmt.Errorf("raft address %s is not reachable by other nodes: set an advertise address", advertise)
 	}
-	n.probeServer = newProbeServer(func() uint64 {
-		// A probe can arrive before Raft has started; term 0 counts for
-		// no one.
+	currentTerm := func() uint64 {
 		if r := n.started.Load(); r != nil {
 			return r.CurrentTerm()
 		}
 		return 0
-	})
+	}
+	// A probe can arrive before Raft has started; term 0 counts for no
+	// one.
+	n.probeServer = newProbeServer(currentTerm)
 	dial := cfg.Dial
 	if dial == nil {
 		dial = defaultDial
@@ -280,7 +292,20 @@ func (n *Node) openNetwork() error {
 		ln = tls.NewListener(ln, cfg.TLS.Server)
 		dial = tlsDial(dial, cfg.TLS.Client)
 	}
-	n.mux = newMux(ln, advertise, dial, n.log, n.probeServer.serve, n.serveLevel, n.serveCert)
+	p, err := newPromises(cfg.DataDir, currentTerm, cfg.leaseForgetPromise())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	p.onMarker = func(err error) {
+		n.log.Error("cannot record a lease promise on disk: promising nothing", "err", err, "data_dir", cfg.DataDir)
+	}
+	if !p.quarantineUntil.IsZero() {
+		n.log.Info("this node promised leader leases before it stopped: it sits out elections until they have lapsed", "for", p.marker)
+	}
+	n.promises = p
+	n.leaseState.base = bootClock()
+	n.mux = newMux(ln, advertise, dial, n.log, muxServices{probe: n.probeServer.serve, lease: n.serveLease, level: n.serveLevel, cert: n.serveCert})
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,
@@ -295,7 +320,11 @@ func (n *Node) openNetwork() error {
 	n.watch.noPipeline = func() bool { _, ok := n.fsm.StandbyInfo(); return ok }
 	n.watch.refuse = n.refuseOldCluster
 	n.watch.onCommit = n.fresh.sawCommit
-	n.probeClient = newProbeClient(n.mux.dial)
+	n.watch.promises = n.promises
+	n.watch.beforeTimeoutNow = n.releaseForTransfer
+	n.watch.localID, n.watch.localAddr, n.watch.log = cfg.ID, advertise.String(), n.log
+	n.probeClient = newProbeClient(n.mux.dial, muxProbe)
+	n.leaseClient = newProbeClient(n.mux.dial, muxLease)
 	n.verifier = newVerifier(func() (uint64, error) {
 		start := time.Now()
 		term, err := n.probeRound()

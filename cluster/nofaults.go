@@ -16,3 +16,11 @@ func (faultConfig) standbyNoWait() bool { return false }
 func (faultConfig) standbyTrustReceipt() bool { return false }
 
 func (faultConfig) refuseRecordedOnly() bool { return false }
+
+func (faultConfig) leaseForgetPromise() bool { return false }
+
+func (faultConfig) leaseServePastExpiry() bool { return false }
+
+func (faultConfig) leaseKeptAcrossTransfer() bool { return false }
+
+func (faultConfig) leaseClockRate() float64 { return 1 }

@@ -55,14 +55,18 @@ func (s *probeServer) serve(c net.Conn) {
 
 func (s *probeServer) Close() { s.conns.Close() }
 
-// probeClient keeps one connection per peer. Rounds never overlap (the
-// verifier runs one at a time), so a connection carries one request at once;
-// the mutex only guards against a straggler from a timed-out round.
+// probeClient keeps one connection per peer to one service of the Raft
+// port: the probe ('P') or the lease service ('L', promise.go). Rounds never
+// overlap (the verifier runs one at a time), so a connection carries one
+// request at once; the mutex only guards against a straggler from a
+// timed-out round, and orders a transfer's release after a round's
+// promises.
 type probeClient struct {
-	dial   DialFunc
-	mu     sync.Mutex
-	conns  map[string]*probeConn
-	closed bool
+	dial    DialFunc
+	service byte
+	mu      sync.Mutex
+	conns   map[string]*probeConn
+	closed  bool
 }
 
 type probeConn struct {
@@ -71,8 +75,8 @@ type probeConn struct {
 	next uint64
 }
 
-func newProbeClient(dial DialFunc) *probeClient {
-	return &probeClient{dial: dial, conns: make(map[string]*probeConn)}
+func newProbeClient(dial DialFunc, service byte) *probeClient {
+	return &probeClient{dial: dial, service: service, conns: make(map[string]*probeConn)}
 }
 
 var errProbeClientClosed = errors.New("probe client closed")
@@ -93,44 +97,77 @@ func (pc *probeClient) conn(addr string) (*probeConn, error) {
 
 // probe asks the voter at addr for its current term, giving up at deadline.
 func (pc *probeClient) probe(addr string, deadline time.Time) (uint64, error) {
-	c, err := pc.conn(addr)
+	var resp [16]byte
+	err := pc.exchange(addr, deadline, func(id uint64) []byte {
+		var req [8]byte
+		binary.BigEndian.PutUint64(req[:], id)
+		return req[:]
+	}, resp[:])
 	if err != nil {
 		return 0, err
+	}
+	return binary.BigEndian.Uint64(resp[8:]), nil
+}
+
+// lease sends the lease service the request build makes (built once the
+// connection is this caller's, so that it reads the leader's state in the
+// order requests reach the voter) and returns the voter's term and whether
+// it promised.
+func (pc *probeClient) lease(addr string, deadline time.Time, build func() (op byte, term uint64, d time.Duration)) (uint64, bool, error) {
+	var resp [leaseRespSize]byte
+	err := pc.exchange(addr, deadline, func(id uint64) []byte {
+		op, term, d := build()
+		var req [leaseReqSize]byte
+		binary.BigEndian.PutUint64(req[:8], id)
+		req[8] = op
+		binary.BigEndian.PutUint64(req[9:17], term)
+		binary.BigEndian.PutUint64(req[17:25], uint64(d))
+		return req[:]
+	}, resp[:])
+	if err != nil {
+		return 0, false, err
+	}
+	return binary.BigEndian.Uint64(resp[8:16]), resp[16] == 1, nil
+}
+
+// exchange writes the request req makes for the connection's next id and
+// reads an answer of len(resp) bytes that begins with that id.
+func (pc *probeClient) exchange(addr string, deadline time.Time, req func(id uint64) []byte, resp []byte) error {
+	c, err := pc.conn(addr)
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		nc, err := dialService(pc.dial, addr, muxProbe, time.Until(deadline))
+		nc, err := dialService(pc.dial, addr, pc.service, time.Until(deadline))
 		if err != nil {
-			return 0, err
+			return err
 		}
 		c.conn = nc
 	}
-	term, err := c.roundTrip(deadline)
-	if err != nil {
+	if err := c.roundTrip(deadline, req, resp); err != nil {
 		// The connection may hold a late answer; never reuse it.
 		_ = c.conn.Close()
 		c.conn = nil
+		return err
 	}
-	return term, err
+	return nil
 }
 
-func (c *probeConn) roundTrip(deadline time.Time) (uint64, error) {
+func (c *probeConn) roundTrip(deadline time.Time, req func(id uint64) []byte, resp []byte) error {
 	c.next++
-	var req [8]byte
-	binary.BigEndian.PutUint64(req[:], c.next)
 	_ = c.conn.SetDeadline(deadline)
-	if _, err := c.conn.Write(req[:]); err != nil {
-		return 0, err
+	if _, err := c.conn.Write(req(c.next)); err != nil {
+		return err
 	}
-	var resp [16]byte
-	if _, err := io.ReadFull(c.conn, resp[:]); err != nil {
-		return 0, err
+	if _, err := io.ReadFull(c.conn, resp); err != nil {
+		return err
 	}
 	if id := binary.BigEndian.Uint64(resp[:8]); id != c.next {
-		return 0, fmt.Errorf("probe answer for request %d, want %d", id, c.next)
+		return fmt.Errorf("probe answer for request %d, want %d", id, c.next)
 	}
-	return binary.BigEndian.Uint64(resp[8:]), nil
+	return nil
 }
 
 // closeAll closes every connection; later probes fail.

@@ -10,7 +10,14 @@ import (
 
 // VerifyLeader confirms, with evidence gathered after the call began, that
 // this node is still the leader, and returns the term it leads in.
+//
+// With leader leases (lease.go) a lease that holds now is that evidence: a
+// round that started before the call won it, and no later leader can have
+// been elected since.
 func (n *Node) VerifyLeader(ctx context.Context) (uint64, error) {
+	if term, ok := n.leaseTerm(); ok {
+		return term, nil
+	}
 	return n.verifier.verify(ctx)
 }
 
@@ -25,6 +32,10 @@ func (n *Node) VerifyLeader(ctx context.Context) (uint64, error) {
 // hedge is replaced by the next one; the hedge (ProbeHedge) bounds what a
 // silently partitioned voter costs the round that first meets it, after
 // which it is asked last.
+//
+// With leases in use the round asks each voter it probes to promise too
+// (promise.go), this node included, and a majority of promises renews the
+// lease from the round's start.
 func (n *Node) probeRound() (uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
@@ -51,11 +62,27 @@ func (n *Node) probeRound() (uint64, error) {
 		return 0, ErrNotLeader
 	}
 	need := voters/2 + 1
-	if acks < need {
-		var err error
-		if acks, err = n.askVoters(peers, term, acks, need); err != nil {
+	lease := n.leaseMode(voters)
+	var gen uint64
+	var start time.Duration
+	promised := 0
+	if lease {
+		// Read before anything is sent: the voters' promises all begin
+		// after it, so the lease measured from it is never too long.
+		gen = n.leaseState.generation()
+		start = n.leaseNow()
+		if _, ok := n.promises.promise(term, n.cfg.LeaseDuration); ok {
+			promised = 1
+		} else {
+			lease = false // a vote of ours in flight: confirm, lease nothing
+		}
+	}
+	if acks < need || (lease && promised < need) {
+		t, err := n.askVoters(peers, term, tally{acks, promised}, need, lease)
+		if err != nil {
 			return 0, err
 		}
+		acks, promised = t.acks, t.promised
 	}
 	if acks < need {
 		return 0, fmt.Errorf("%w: %d of %d voters answered in term %d", ErrNotConfirmed, acks, voters, term)
@@ -63,16 +90,26 @@ func (n *Node) probeRound() (uint64, error) {
 	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 		return 0, ErrNotLeader
 	}
+	if lease && promised >= need {
+		n.leaseState.grant(gen, leaseGrant{term: term, expiry: start + n.leaseLength()})
+	}
 	return term, nil
 }
 
-// askVoters probes peers until acks reaches need or no peer is left to ask,
-// and returns acks. A peer in a later term is an error.
-func (n *Node) askVoters(peers []string, term uint64, acks, need int) (int, error) {
+// tally counts a round's answers in the leader's term, and of them those
+// that promised (lease rounds only).
+type tally struct{ acks, promised int }
+
+// askVoters probes peers until the answers reach need or no peer is left to
+// ask. In a lease round an answer helps only with its promise, and a peer
+// whose answer did not is replaced by the next. A peer in a later term is
+// an error.
+func (n *Node) askVoters(peers []string, term uint64, t tally, need int, lease bool) (tally, error) {
 	type answer struct {
-		addr string
-		term uint64
-		err  error
+		addr     string
+		term     uint64
+		promised bool
+		err      error
 	}
 	n.probeOrder.sort(peers)
 	start := time.Now()
@@ -80,17 +117,35 @@ func (n *Node) askVoters(peers []string, term uint64, acks, need int) (int, erro
 	hedge := start.Add(min(n.cfg.ProbeHedge, n.cfg.ProbeTimeout))
 	answers := make(chan answer, len(peers)) // late answers never block
 	asked, waiting := 0, 0
+	helped := func() int {
+		if lease {
+			return t.promised
+		}
+		return t.acks
+	}
 	ask := func(by time.Time) {
 		addr := peers[asked]
 		asked++
 		waiting++
 		go func() {
-			t, err := n.probeClient.probe(addr, by)
-			answers <- answer{addr, t, err}
+			if !lease {
+				t, err := n.probeClient.probe(addr, by)
+				answers <- answer{addr, t, false, err}
+				return
+			}
+			t, ok, err := n.leaseClient.lease(addr, by, func() (byte, uint64, time.Duration) {
+				// A transfer that began meanwhile may have released
+				// this voter already: promise nothing after it.
+				if n.leaseState.transferring.Load() > 0 {
+					return leaseOpQuery, term, 0
+				}
+				return leaseOpPromise, term, n.cfg.LeaseDuration
+			})
+			answers <- answer{addr, t, ok, err}
 		}()
 	}
 	// First the peers a majority needs, each given until the hedge.
-	for asked < len(peers) && acks+waiting < need {
+	for asked < len(peers) && helped()+waiting < need {
 		ask(hedge)
 	}
 	for waiting > 0 {
@@ -100,19 +155,22 @@ func (n *Node) askVoters(peers []string, term uint64, acks, need int) (int, erro
 		case a.err != nil:
 			n.probeOrder.failed(a.addr)
 		case a.term > term:
-			return acks, fmt.Errorf("%w: a voter is in term %d, we lead term %d", ErrNotLeader, a.term, term)
+			return t, fmt.Errorf("%w: a voter is in term %d, we lead term %d", ErrNotLeader, a.term, term)
 		case a.term == term:
-			acks++
-			if acks >= need {
-				return acks, nil
+			t.acks++
+			if a.promised {
+				t.promised++
+			}
+			if helped() >= need {
+				return t, nil
 			}
 		default: // a voter behind us: its answer proves nothing
 			n.probeOrder.failed(a.addr)
 		}
 		// This peer did not help: ask the next, with the whole round's time.
-		for asked < len(peers) && acks+waiting < need {
+		for asked < len(peers) && helped()+waiting < need {
 			ask(deadline)
 		}
 	}
-	return acks, nil
+	return t, nil
 }

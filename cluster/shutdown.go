@@ -89,6 +89,9 @@ func (n *Node) closeNetwork() error {
 	if n.probeClient != nil {
 		n.probeClient.closeAll()
 	}
+	if n.leaseClient != nil {
+		n.leaseClient.closeAll()
+	}
 	if n.watch != nil {
 		n.watch.close()
 	}
@@ -102,6 +105,7 @@ func (n *Node) closeNetwork() error {
 		n.probeServer.Close()
 	}
 	n.certConns.Close()
+	n.leaseConns.Close()
 	if n.mux != nil {
 		errs = append(errs, n.mux.Close())
 	}

@@ -44,6 +44,7 @@ func (n *Node) TransferLeadershipTo(ctx context.Context, id string) (string, err
 	defer n.raft.DeregisterObserver(observer)
 	term := n.raft.CurrentTerm()
 
+	defer n.beginTransfer()()
 	if err := n.await(ctx, func() raft.Future {
 		return n.raft.LeadershipTransferToServer(target.ID, target.Address)
 	}); err != nil {

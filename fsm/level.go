@@ -42,9 +42,14 @@ const (
 	// LevelPromotionRest added the namespaces' rest after a promotion with
 	// --advance (issue 42): entry type 17 and snapshot format 8.
 	LevelPromotionRest FeatureLevel = 5
+	// LevelLeases added leader leases (issue 44): no entry type and no
+	// snapshot format, but the Raft port's lease service, which a leader
+	// asks every voter for its promise; a member of an older release
+	// drops the connection, so a leader uses leases only at this level.
+	LevelLeases FeatureLevel = 6
 
 	// CurrentLevel is the highest level this binary knows.
-	CurrentLevel = LevelPromotionRest
+	CurrentLevel = LevelLeases
 )
 
 // entryTypeLevels is the level each log entry type needs: one place to

@@ -32,7 +32,7 @@ func withClient(flags ...string) []string {
 var completionCommands = []completionCommand{
 	{"serve", "run a node", []string{"id", "data-dir", "http-addr", "http-advertise", "resp-addr", "raft-addr", "raft-advertise",
 		"initial-cluster", "bootstrap", "join", "log-level", "log-format", "raft-log-level", "heartbeat-timeout", "election-timeout",
-		"leader-lease-timeout", "snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-max-rpcs-in-flight", "max-ready-lag", "snowflake-namespaces",
+		"leader-lease-timeout", "lease-reads", "lease-duration", "lease-max-drift", "snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-max-rpcs-in-flight", "max-ready-lag", "snowflake-namespaces",
 		"standby", "standby-bound", "standby-timeout", "pprof", "shutdown-timeout", "dev", "insecure-plaintext-raft", "max-inflight", "metrics-public", "raft-tls-ca", "raft-tls-cert",
 		"raft-tls-key", "tls-ca", "tls-cert", "tls-client-auth", "tls-key", "tls-reload-interval", "tokens-file"}},
 	{"create", "create a sequence", withClient("start", "max")},

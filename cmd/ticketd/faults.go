@@ -22,7 +22,7 @@ import (
 const faultsBuild = true
 
 func registerFaultFlag(fs *flag.FlagSet) *string {
-	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait, standby-trust-receipt, promoted-refuse-recorded-only; for ticketd promote: promote-without-advance, promote-keeps-leases")
+	return fs.String("unsafe-fault", "", "TEST ONLY: plant bugs, comma-separated: serve-uncommitted, skip-barrier, skip-verify, keep-blocks, raise-no-cut, raise-cut-by-caller, restore-skip-empty-check, reuse-lease-tokens, skip-acquire-idempotency, lease-wall-clock-expiry, grouped-blocks-ignore-level, snowflake-serve-after-lease, snowflake-ignore-floor, standby-no-wait, standby-trust-receipt, promoted-refuse-recorded-only, lease-forget-promise, lease-serve-past-expiry, lease-kept-across-transfer, lease-clock-drift; for ticketd promote: promote-without-advance, promote-keeps-leases")
 }
 
 func applyFaults(spec string, cfg *server.Config) error {
@@ -64,6 +64,14 @@ func applyFaults(spec string, cfg *server.Config) error {
 			cfg.Cluster.UnsafeStandbyTrustReceipt = true
 		case "promoted-refuse-recorded-only":
 			cfg.Cluster.UnsafeRefuseRecordedOnly = true
+		case "lease-forget-promise":
+			cfg.Cluster.UnsafeLeaseForgetPromise = true
+		case "lease-serve-past-expiry":
+			cfg.Cluster.UnsafeLeaseServePastExpiry = true
+		case "lease-kept-across-transfer":
+			cfg.Cluster.UnsafeLeaseKeptAcrossTransfer = true
+		case "lease-clock-drift":
+			cfg.Cluster.UnsafeLeaseClockRate = 0.25
 		default:
 			return fmt.Errorf("--unsafe-fault: unknown fault %q", f)
 		}

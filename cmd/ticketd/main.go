@@ -229,6 +229,9 @@ func serve(args []string, stderr io.Writer) error {
 	snapThreshold := fs.Uint64("snapshot-threshold", def.Cluster.SnapshotThreshold, "log entries since the last snapshot that trigger a new one")
 	snapInterval := fs.Duration("snapshot-interval", def.Cluster.SnapshotInterval, "how often the snapshot threshold is checked")
 	trailing := fs.Uint64("trailing-logs", def.Cluster.TrailingLogs, "log entries kept after a snapshot")
+	leaseReads := fs.Bool("lease-reads", false, "serve ranges from a leader lease instead of a quorum round per batch: voters promise not to vote for --lease-duration after answering the leader; assumes node clocks' rates differ by at most --lease-max-drift (README, Guarantees)")
+	leaseDuration := fs.Duration("lease-duration", 0, "with --lease-reads: how long a voter promises not to vote after answering the leader's lease probe, on its own monotonic clock; a leader crash costs up to this much more unavailability (default: --election-timeout; at most 10s)")
+	leaseDrift := fs.Float64("lease-max-drift", def.Cluster.LeaseMaxDrift, "with --lease-reads: the bound on clock-rate differences between nodes; the leader's lease ends at duration × (1 − drift)")
 	maxInFlight := fs.Int("raft-max-rpcs-in-flight", def.Cluster.MaxRPCsInFlight, "AppendEntries RPCs in flight per follower: 1 turns pipelined replication off, 2 or more turns it on")
 	sfNamespaces := fs.String("snowflake-namespaces", "", "Snowflake namespaces whose worker-id lease this node takes at start, comma-separated (any other is taken on its first POST /v1/namespaces/{name}/ids)")
 	maxReadyLag := fs.Uint64("max-ready-lag", def.MaxReadyLag, "committed entries a node may have yet to apply and still answer /readyz 200")
@@ -268,6 +271,9 @@ func serve(args []string, stderr io.Writer) error {
 	cfg.Cluster.SnapshotInterval = *snapInterval
 	cfg.Cluster.TrailingLogs = *trailing
 	cfg.Cluster.MaxRPCsInFlight = *maxInFlight
+	cfg.Cluster.LeaseReads = *leaseReads
+	cfg.Cluster.LeaseDuration = *leaseDuration
+	cfg.Cluster.LeaseMaxDrift = *leaseDrift
 	cfg.Cluster.RaftLogLevel = rl
 	cfg.HTTPAddr = *httpAddr
 	cfg.HTTPAdvertise = *httpAdv
