@@ -16,6 +16,7 @@ import (
 // been elected since.
 func (n *Node) VerifyLeader(ctx context.Context) (uint64, error) {
 	if term, ok := n.leaseTerm(); ok {
+		n.cfg.Metrics.LeaseCheck()
 		return term, nil
 	}
 	return n.verifier.verify(ctx)

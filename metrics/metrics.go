@@ -40,6 +40,7 @@ type Metrics struct {
 	StandbyWaitSeconds prometheus.Histogram
 	VerifySeconds      prometheus.Histogram
 	VerifyFailures     prometheus.Counter
+	LeaseChecks        prometheus.Counter
 
 	BlockBatchRequests prometheus.Histogram
 	SequencesEvicted   prometheus.Counter
@@ -149,6 +150,10 @@ func New(version string) *Metrics {
 		Name: "ticketd_leadership_check_failures_total",
 		Help: "Quorum rounds that did not confirm leadership.",
 	})
+	m.LeaseChecks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ticketd_leadership_lease_checks_total",
+		Help: "Leadership checks the leader answered from its lease (--lease-reads), without a quorum round.",
+	})
 	m.ApplySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ticketd_raft_apply_duration_seconds",
 		Help:    "Time from proposing a command to its being committed and applied on this node.",
@@ -228,7 +233,7 @@ func New(version string) *Metrics {
 	reg.MustRegister(
 		m.Reservations, m.IDsIssued, m.ReservationSeconds, m.HTTPRequests,
 		m.BlocksCommitted, m.BlockIDs, m.BlockWaitSeconds, m.StandbyWaitSeconds, m.BlockBatchRequests, m.SequencesEvicted,
-		m.VerifySeconds, m.VerifyFailures,
+		m.VerifySeconds, m.VerifyFailures, m.LeaseChecks,
 		m.ApplySeconds, m.LeaderChanges, m.SnapshotsTotal, m.SnapshotSeconds, m.SnapshotRestores,
 		m.InflightRejected, m.AuthFailures, m.ForwardedRequests, m.RESPConnections, m.RESPAuthFailures, m.AuditViolations, m.AuditChecks, m.LeaseTimers,
 		m.TLSCertExpiry, m.TLSReloads, m.StorageErrors, m.StorageWrite, build,
@@ -361,6 +366,13 @@ func (m *Metrics) ObserveVerify(d time.Duration, err error) {
 	m.VerifySeconds.Observe(d.Seconds())
 	if err != nil {
 		m.VerifyFailures.Inc()
+	}
+}
+
+// LeaseCheck counts a leadership check answered from the leader's lease.
+func (m *Metrics) LeaseCheck() {
+	if m != nil {
+		m.LeaseChecks.Inc()
 	}
 }
 

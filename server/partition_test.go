@@ -17,9 +17,27 @@ import (
 // keeps believing it leads well after the others have elected a new leader
 // and served from new blocks. Every range the old leader acknowledges after
 // that must still be above theirs: linearizable, not just unique. (It should
-// acknowledge none: its quorum check cannot succeed.)
+// acknowledge none: its quorum check cannot succeed.) With leader leases
+// (--lease-reads) the same holds: n1 serves from its lease until it ends,
+// and the others elect no one before that, since they promised not to vote.
 func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
+	t.Run("probe", func(t *testing.T) { partitionedLeader(t, false, nil) })
+	t.Run("lease", func(t *testing.T) { partitionedLeader(t, true, nil) })
+}
+
+// partitionedLeader runs the scenario, with plant applied to every node's
+// config, and returns how many ranges the old leader acknowledged after
+// the new leader served, and how many of those were below its range; a
+// plant is expected to make it serve some.
+func partitionedLeader(t *testing.T, lease bool, plant func(*server.Config)) (acked, stale int) {
 	tc := testcluster.New(t, 3, func(id string, cfg *server.Config) {
+		if lease {
+			cfg.Cluster.LeaseReads = true
+			cfg.Cluster.LeaseDuration = time.Second
+		}
+		if plant != nil {
+			plant(cfg)
+		}
 		if id == "n1" {
 			// n1 takes long to notice it lost its quorum...
 			cfg.Cluster.HeartbeatTimeout = 3 * time.Second
@@ -43,6 +61,9 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	if old.ID != "n1" {
 		t.Skipf("could not make n1 the leader (leader is %s)", old.ID)
 	}
+	if plant != nil {
+		t.Logf("planted: the checks below report, not fail")
+	}
 	var log testcluster.RangeLog
 	// The old leader holds a block in memory.
 	for i := 0; i < 20; i++ {
@@ -51,6 +72,11 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 			t.Fatalf("reserve on leader: %d %v", status, err)
 		}
 		log.Add(r)
+	}
+	if lease {
+		if got := scrapeGauge(t, tc.Client(), tc.URL(old), "ticketd_leadership_lease_checks_total"); got == 0 {
+			t.Fatal("with --lease-reads the leader answered no check from its lease")
+		}
 	}
 
 	tc.Net.Isolate("n1")
@@ -76,17 +102,25 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	}
 
 	// The old leader is asked now, after r1 completed.
-	acked := 0
 	for i := 0; i < 20; i++ {
 		r2, status, err := testcluster.Reserve(old, "orders", 10)
 		if err != nil || status != http.StatusOK {
 			continue
 		}
 		acked++
+		if r2.First <= r1.Last {
+			stale++
+		}
+		if plant != nil {
+			continue
+		}
 		log.Add(r2)
 		if r2.First <= r1.Last {
 			t.Fatalf("stale leader served %+v after the new leader served %+v: not linearizable", r2, r1)
 		}
+	}
+	if plant != nil {
+		return acked, stale
 	}
 	if acked > 0 {
 		t.Fatalf("the partitioned leader acknowledged %d ranges; its quorum check should refuse", acked)
@@ -108,4 +142,5 @@ func TestCluster_PartitionedLeader_NeverServesBelowNewLeader(t *testing.T) {
 	}
 	log.Add(r)
 	log.CheckDisjoint(t)
+	return acked, stale
 }
