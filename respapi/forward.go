@@ -23,6 +23,7 @@ type leaderClient struct {
 	scheme  string
 	client  *http.Client
 	metrics *metrics.Metrics
+	batches *forwardBatches // reservations, coalesced (coalesce.go)
 }
 
 var (
@@ -37,7 +38,9 @@ func newLeaderClient(st Store, scheme string, rt http.RoundTripper, m *metrics.M
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	return &leaderClient{store: st, scheme: scheme, client: &http.Client{Transport: rt}, metrics: m}
+	l := &leaderClient{store: st, scheme: scheme, client: &http.Client{Transport: rt}, metrics: m}
+	l.batches = newForwardBatches(l.reserveAlone, 0)
+	return l
 }
 
 // leaderURL is the leader's API URL, or why there is none to forward to.
@@ -57,7 +60,14 @@ func (l *leaderClient) leaderURL() (string, error) {
 	return l.scheme + "://" + addr, nil
 }
 
+// reserve forwards a reservation, coalesced with the others of its
+// sequence and token that arrive while one is in flight.
 func (l *leaderClient) reserve(ctx context.Context, name string, count int64, token string) (first, last int64, err error) {
+	return l.batches.reserve(ctx, name, count, token)
+}
+
+// reserveAlone forwards one reservation as its own request.
+func (l *leaderClient) reserveAlone(ctx context.Context, name string, count int64, token string) (first, last int64, err error) {
 	var r api.Range
 	body := []byte(`{"count":` + strconv.FormatInt(count, 10) + `}`)
 	if err := l.do(ctx, http.MethodPost, "/v1/sequences/"+name+"/ranges", token, body, &r); err != nil {
