@@ -36,10 +36,13 @@ type leaderWatch struct {
 	// give or ask for (promise.go); beforeTimeoutNow releases the
 	// leader's lease before a transfer's target campaigns.
 	promises         *promises
-	beforeTimeoutNow func()
-	localID          string
-	localAddr        string
-	log              *slog.Logger
+	beforeTimeoutNow func() (after func())
+	// onConfigEntry is told before an entry changing the configuration
+	// is sent to a follower (the leader drops its lease).
+	onConfigEntry func()
+	localID       string
+	localAddr     string
+	log           *slog.Logger
 
 	once     sync.Once
 	consumer chan raft.RPC

@@ -45,10 +45,12 @@ type leaseState struct {
 	base time.Duration
 }
 
-func (s *leaseState) generation() uint64 {
+// begin returns the generation a round starts in, and whether it may ask
+// for promises (no transfer runs).
+func (s *leaseState) begin() (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.gen
+	return s.gen, s.transferring.Load() == 0
 }
 
 func (s *leaseState) drop() {
@@ -56,6 +58,19 @@ func (s *leaseState) drop() {
 	s.gen++
 	s.cur.Store(nil)
 	s.mu.Unlock()
+}
+
+// bump starts a new generation for a transfer's release, and returns it:
+// every promise asked for before was asked below it. keep leaves the lease
+// in place (the planted bug lease-kept-across-transfer).
+func (s *leaseState) bump(keep bool) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	if !keep {
+		s.cur.Store(nil)
+	}
+	return s.gen
 }
 
 // grant sets the lease a round won, unless a drop or a transfer came after
@@ -120,29 +135,32 @@ func (n *Node) beginTransfer() func() {
 
 // releaseForTransfer runs just before raft's TimeoutNow, the last moment
 // before the target campaigns: it ends the lease and asks every voter,
-// itself included, to forget its promise, so that the target can win.
+// itself included, to forget its promises, so that the target can win.
 // A voter that does not answer keeps its promise: the target then fails
-// to win, and the transfer times out. That is slow, but never unsafe.
-func (n *Node) releaseForTransfer() {
+// to win, and the transfer times out. That is slow, but never unsafe. The
+// returned func runs once TimeoutNow has returned.
+func (n *Node) releaseForTransfer() (after func()) {
 	r := n.started.Load()
 	if r == nil || !n.cfg.LeaseReads {
-		return
+		return func() {}
 	}
-	// No round promises anything again until raft's transfer has had its
-	// time (one election timeout, then raft gives up on it): the target
-	// may win at any moment of it.
+	// No round asks for a promise again until raft's transfer has had its
+	// time: the target may win at any moment of it. Raised here, whoever
+	// started the transfer, and lowered one election timeout (raft's own
+	// transfer timeout) after TimeoutNow returned.
 	n.leaseState.transferring.Add(1)
-	time.AfterFunc(n.cfg.ElectionTimeout, func() { n.leaseState.transferring.Add(-1) })
-	if !n.cfg.leaseKeptAcrossTransfer() {
-		n.dropLease()
+	after = func() {
+		time.AfterFunc(n.cfg.ElectionTimeout, func() { n.leaseState.transferring.Add(-1) })
 	}
 	term := r.CurrentTerm()
-	n.promises.release(term)
+	seq := n.leaseState.bump(n.cfg.leaseKeptAcrossTransfer())
+	n.promises.release(term, seq)
 	cf := r.GetConfiguration()
 	if cf.Error() != nil {
-		return
+		return after
 	}
-	deadline := time.Now().Add(n.cfg.ProbeTimeout)
+	// Well inside raft's transfer timeout, which runs meanwhile.
+	deadline := time.Now().Add(min(n.cfg.ProbeTimeout, n.cfg.ElectionTimeout/2))
 	var wg sync.WaitGroup
 	for _, s := range cf.Configuration().Servers {
 		if s.Suffrage != raft.Voter || s.ID == raft.ServerID(n.cfg.ID) {
@@ -151,12 +169,13 @@ func (n *Node) releaseForTransfer() {
 		wg.Add(1)
 		go func(addr string) {
 			defer wg.Done()
-			_, _, _ = n.leaseClient.lease(addr, deadline, func() (byte, uint64, time.Duration) {
-				return leaseOpRelease, term, 0
+			_, _, _ = n.leaseClient.lease(addr, deadline, func() leaseRequest {
+				return leaseRequest{op: leaseOpRelease, term: term, seq: seq}
 			})
 		}(string(s.Address))
 	}
 	wg.Wait()
+	return after
 }
 
 // renewLeases keeps the lease of stretch l fresh: a round every third of

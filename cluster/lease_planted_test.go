@@ -48,7 +48,7 @@ func TestPlanted_LeaseForgetPromise_RestartedVoterVotesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.promise(3, 5*time.Second); !ok {
+	if _, ok := p.promise(3, 5*time.Second, 1); !ok {
 		t.Fatal("no promise")
 	}
 	again, err := newPromises(dir, func() uint64 { return 3 }, true)

@@ -183,24 +183,24 @@ func TestLease_VoteInFlight_NoPromise(t *testing.T) {
 	if !p.admitVote() {
 		t.Fatal("a vote refused with no promise made")
 	}
-	if _, ok := p.promise(7, time.Second); ok {
+	if _, ok := p.promise(7, time.Second, 1); ok {
 		t.Fatal("promised while a vote was in flight")
 	}
 	p.voteDone()
-	if term, ok := p.promise(7, time.Second); !ok || term != 7 {
+	if term, ok := p.promise(7, time.Second, 1); !ok || term != 7 {
 		t.Fatalf("promise after the vote was answered: %d, %v", term, ok)
 	}
 	if p.admitVote() {
 		t.Fatal("a vote admitted while a promise holds")
 	}
-	if _, ok := p.promise(6, time.Second); ok {
+	if _, ok := p.promise(6, time.Second, 1); ok {
 		t.Fatal("promised to a leader of an older term")
 	}
-	p.release(6)
+	p.release(6, 2)
 	if !p.blocked() {
 		t.Fatal("a release of another term cleared the promise")
 	}
-	p.release(7)
+	p.release(7, 2)
 	if p.blocked() || !p.admitVote() {
 		t.Fatal("the promise held after its release")
 	}
@@ -214,7 +214,7 @@ func TestLease_RestartedVoterRefusesVotesForD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.promise(3, 300*time.Millisecond); !ok {
+	if _, ok := p.promise(3, 300*time.Millisecond, 1); !ok {
 		t.Fatal("no promise")
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, promiseMarkerFile)); err != nil || len(b) == 0 {
@@ -246,7 +246,7 @@ func TestLease_PreVoteVetoed_NotCountedGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.promise(5, time.Minute/10); !ok {
+	if _, ok := p.promise(5, time.Minute/10, 1); !ok {
 		t.Fatal("no promise")
 	}
 	w := &leaderWatch{promises: p, stop: make(chan struct{}), localID: "n1", localAddr: "x:1"}
@@ -272,10 +272,63 @@ func TestLease_PreVoteVetoed_NotCountedGranted(t *testing.T) {
 			t.Fatalf("%T answered with %T", cmd, r.Response)
 		}
 	}
-	// And this node asks for no vote of its own meanwhile.
+	// And this node asks for no vote of its own meanwhile: the requests
+	// never leave (w has no transport: sending would panic).
 	var resp raft.RequestPreVoteResponse
 	if err := w.RequestPreVote("n2", "x:2", &raft.RequestPreVoteRequest{Term: 6}, &resp); err != nil || resp.Granted {
 		t.Fatalf("outbound pre-vote while promised: %+v, %v", resp, err)
+	}
+	var vresp raft.RequestVoteResponse
+	if err := w.RequestVote("n2", "x:2", &raft.RequestVoteRequest{Term: 6}, &vresp); err != nil || vresp.Granted {
+		t.Fatalf("outbound vote while promised: %+v, %v", vresp, err)
+	}
+}
+
+// Promises and releases of a term are ordered by their sequence, not by
+// when they arrive: a release that arrives late clears no promise made
+// after it, and a promise that arrives after a later release is refused.
+func TestLease_LateReleaseOrPromise_OrderedBySequence(t *testing.T) {
+	p, err := newPromises(t.TempDir(), func() uint64 { return 4 }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.promise(4, time.Minute/10, 5); !ok {
+		t.Fatal("no promise")
+	}
+	p.release(4, 3) // sent before the promise of sequence 5, arriving after it
+	if !p.blocked() {
+		t.Fatal("a release of sequence 3 cleared a promise of sequence 5")
+	}
+	p.release(4, 6)
+	if p.blocked() {
+		t.Fatal("a release of sequence 6 left the promise of sequence 5")
+	}
+	if _, ok := p.promise(4, time.Minute/10, 5); ok {
+		t.Fatal("a promise of sequence 5 made after the release of sequence 6")
+	}
+	if _, ok := p.promise(4, time.Minute/10, 6); !ok {
+		t.Fatal("a promise of the release's own sequence was refused")
+	}
+	// A clean shutdown while a promise holds keeps the marker; after it
+	// lapsed the marker goes, and no promise is made after close.
+	p.close()
+	if _, err := os.Stat(filepath.Join(p.dataDir, promiseMarkerFile)); err != nil {
+		t.Fatalf("marker removed while a promise held: %v", err)
+	}
+	if _, ok := p.promise(4, time.Minute/10, 7); ok {
+		t.Fatal("promised after close")
+	}
+	q, err := newPromises(t.TempDir(), func() uint64 { return 4 }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := q.promise(4, 10*time.Millisecond, 1); !ok {
+		t.Fatal("no promise")
+	}
+	time.Sleep(20 * time.Millisecond)
+	q.close()
+	if _, err := os.Stat(filepath.Join(q.dataDir, promiseMarkerFile)); !os.IsNotExist(err) {
+		t.Fatalf("marker kept after the promises lapsed: %v", err)
 	}
 }
 
@@ -290,4 +343,33 @@ func BenchmarkLeaseClock(b *testing.B) {
 			_ = time.Now()
 		}
 	})
+}
+
+// With a voter down, the release cannot reach it, yet the transfer's target
+// wins: the leader released its own promise, and the window in which no
+// round asks for promises lasts until raft's transfer has had its time.
+func TestLease_Transfer_WithAVoterDown(t *testing.T) {
+	nodes := leaseNodes(t, 3*time.Second, nil)
+	l, _ := awaitLease(t, nodes)
+	var others []*Node
+	for _, n := range nodes {
+		if n != l {
+			others = append(others, n)
+		}
+	}
+	if err := others[1].Shutdown(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	testkit.EventuallyErr(t, 10*time.Second, 50*time.Millisecond, "the transfer to the live follower", func() error {
+		_, err := l.TransferLeadershipTo(ctx, others[0].cfg.ID)
+		return err
+	})
+	if others[0].raft.State() != raft.Leader {
+		t.Fatalf("%s is not the leader after the transfer", others[0].cfg.ID)
+	}
+	if _, ok := l.leaseTerm(); ok {
+		t.Fatal("the old leader kept its lease across the transfer")
+	}
 }

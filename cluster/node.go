@@ -322,6 +322,7 @@ func (n *Node) openNetwork() error {
 	n.watch.onCommit = n.fresh.sawCommit
 	n.watch.promises = n.promises
 	n.watch.beforeTimeoutNow = n.releaseForTransfer
+	n.watch.onConfigEntry = n.dropLease
 	n.watch.localID, n.watch.localAddr, n.watch.log = cfg.ID, advertise.String(), n.log
 	n.probeClient = newProbeClient(n.mux.dial, muxProbe)
 	n.leaseClient = newProbeClient(n.mux.dial, muxLease)

@@ -113,21 +113,30 @@ func (pc *probeClient) probe(addr string, deadline time.Time) (uint64, error) {
 // connection is this caller's, so that it reads the leader's state in the
 // order requests reach the voter) and returns the voter's term and whether
 // it promised.
-func (pc *probeClient) lease(addr string, deadline time.Time, build func() (op byte, term uint64, d time.Duration)) (uint64, bool, error) {
+func (pc *probeClient) lease(addr string, deadline time.Time, build func() leaseRequest) (uint64, bool, error) {
 	var resp [leaseRespSize]byte
 	err := pc.exchange(addr, deadline, func(id uint64) []byte {
-		op, term, d := build()
+		r := build()
 		var req [leaseReqSize]byte
 		binary.BigEndian.PutUint64(req[:8], id)
-		req[8] = op
-		binary.BigEndian.PutUint64(req[9:17], term)
-		binary.BigEndian.PutUint64(req[17:25], uint64(d))
+		req[8] = r.op
+		binary.BigEndian.PutUint64(req[9:17], r.term)
+		binary.BigEndian.PutUint64(req[17:25], uint64(r.d))
+		binary.BigEndian.PutUint64(req[25:33], r.seq)
 		return req[:]
 	}, resp[:])
 	if err != nil {
 		return 0, false, err
 	}
 	return binary.BigEndian.Uint64(resp[8:16]), resp[16] == 1, nil
+}
+
+// leaseRequest is one request to the lease service (promise.go).
+type leaseRequest struct {
+	op   byte
+	term uint64
+	d    time.Duration
+	seq  uint64
 }
 
 // exchange writes the request req makes for the connection's next id and

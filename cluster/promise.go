@@ -38,13 +38,20 @@ const (
 )
 
 // Lease service requests (mux byte 'L'): 8-byte id, 1-byte op, 8-byte term,
-// 8-byte duration in ns. Answers: 8-byte id, 8-byte current term, 1-byte
-// promised flag.
+// 8-byte duration in ns, 8-byte sequence. Answers: 8-byte id, 8-byte
+// current term, 1-byte promised flag.
+//
+// The sequence orders promises and releases of one term, whatever
+// connection carried them: the leader's lease generation, which every drop
+// raises. A release of sequence g clears only promises made below g, and a
+// promise below the last release's g is refused, so a release that arrives
+// late (its connection timed out, yet TCP delivered it) cannot clear a
+// promise made after it, and a late promise cannot outlive a release.
 const (
 	leaseOpQuery   byte = 0 // answer the term and promise nothing (a probe)
 	leaseOpPromise byte = 1 // promise for the duration, if in the same term
-	leaseOpRelease byte = 2 // forget the promise made in the term
-	leaseReqSize        = 25
+	leaseOpRelease byte = 2 // forget the promises made in the term below seq
+	leaseReqSize        = 33
 	leaseRespSize       = 17
 )
 
@@ -58,9 +65,15 @@ type promises struct {
 	onMarker func(error) // told when the marker could not be written (a log line)
 
 	mu sync.Mutex
-	// until is when the latest promise ends, and promisedTerm its term.
+	// until is when the latest promise ends, promisedTerm its term and
+	// promisedSeq the highest sequence promised in it; releasedSeq is the
+	// sequence of the term's last release.
 	until        time.Time
 	promisedTerm uint64
+	promisedSeq  uint64
+	releasedSeq  uint64
+	// closed is set at a clean shutdown: no promise after it.
+	closed bool
 	// quarantineUntil is the end of the restart's quarantine: promises of
 	// the process before this one end no later.
 	quarantineUntil time.Time
@@ -151,15 +164,19 @@ func (p *promises) blockedLocked(now time.Time) bool {
 }
 
 // promise records a promise of term for d from now, when it may: no vote
-// in flight, the same term, and the marker written. It returns the term to
-// answer with, read after the promise was recorded, so that a vote that
-// completed before shows as a later term (and the promise as not given).
-func (p *promises) promise(term uint64, d time.Duration) (uint64, bool) {
+// in flight, the same term, no later release, and the marker written. It
+// returns the term to answer with, read after the promise was recorded, so
+// that a vote that completed before shows as a later term (and the promise
+// as not given).
+func (p *promises) promise(term uint64, d time.Duration, seq uint64) (uint64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := p.term()
-	if d <= 0 || d > maxLeaseDuration || p.inFlight > 0 || cur != term || term == 0 {
+	if d <= 0 || d > maxLeaseDuration || p.inFlight > 0 || cur != term || term == 0 || p.closed {
 		return cur, false
+	}
+	if p.promisedTerm == term && seq < p.releasedSeq {
+		return cur, false // sent before a release that came first
 	}
 	if d > p.marker {
 		if err := p.writeMarker(d); err != nil {
@@ -170,22 +187,55 @@ func (p *promises) promise(term uint64, d time.Duration) (uint64, bool) {
 		}
 		p.marker = d
 	}
+	prevUntil, prevTerm, prevSeq, prevReleased := p.until, p.promisedTerm, p.promisedSeq, p.releasedSeq
 	if until := time.Now().Add(d); until.After(p.until) {
 		p.until = until
 	}
-	p.promisedTerm = term
-	cur = p.term()
-	return cur, cur == term
+	if p.promisedTerm != term {
+		p.promisedTerm, p.promisedSeq, p.releasedSeq = term, 0, 0
+	}
+	p.promisedSeq = max(p.promisedSeq, seq)
+	if cur = p.term(); cur != term {
+		// A vote completed first: answered as no promise, so none is kept.
+		p.until, p.promisedTerm, p.promisedSeq, p.releasedSeq = prevUntil, prevTerm, prevSeq, prevReleased
+		return cur, false
+	}
+	return cur, true
 }
 
-// release forgets the promise of term (a leader handing its leadership on
-// asks for it). The quarantine stays: it stands for promises of an earlier
-// process, whose terms nobody can release.
-func (p *promises) release(term uint64) {
+// release forgets the promises of term made below seq (a leader handing
+// its leadership on asks for it). The quarantine stays: it stands for
+// promises of an earlier process, whose terms nobody can release.
+func (p *promises) release(term, seq uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.promisedTerm == term {
+	if p.promisedTerm != term {
+		if term < p.promisedTerm {
+			return
+		}
+		p.promisedTerm, p.promisedSeq = term, 0
+	}
+	p.releasedSeq = max(p.releasedSeq, seq)
+	if p.promisedSeq < seq {
 		p.until = time.Time{}
+	}
+}
+
+// close refuses every later promise and, when none holds any more, removes
+// the marker: a node stopped cleanly after its promises lapsed owes no
+// quarantine at its next start (and a node that stopped promising, its
+// leader's leases turned off, stops sitting out elections at each start).
+func (p *promises) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.marker == 0 || p.blockedLocked(time.Now()) {
+		return
+	}
+	if err := os.Remove(filepath.Join(p.dataDir, promiseMarkerFile)); err == nil || errors.Is(err, os.ErrNotExist) {
+		if syncDir(p.dataDir) == nil {
+			p.marker = 0
+		}
 	}
 }
 
@@ -235,13 +285,14 @@ func (n *Node) serveLease(c net.Conn) {
 		op := req[8]
 		term := binary.BigEndian.Uint64(req[9:17])
 		d := time.Duration(binary.BigEndian.Uint64(req[17:25]))
+		seq := binary.BigEndian.Uint64(req[25:33])
 		var cur uint64
 		promised := false
 		switch op {
 		case leaseOpPromise:
-			cur, promised = n.promises.promise(term, d)
+			cur, promised = n.promises.promise(term, d, seq)
 		case leaseOpRelease:
-			n.promises.release(term)
+			n.promises.release(term, seq)
 			cur = n.promises.term()
 		default:
 			cur = n.promises.term()
@@ -332,7 +383,7 @@ func (w *leaderWatch) outboundBlocked(kind string, term uint64) {
 // first, or the target would be refused its votes (DESIGN-leases.md, 3).
 func (w *leaderWatch) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
 	if w.beforeTimeoutNow != nil {
-		w.beforeTimeoutNow()
+		defer w.beforeTimeoutNow()()
 	}
 	return w.NetworkTransport.TimeoutNow(id, target, args, resp)
 }

@@ -41,6 +41,12 @@ func (n *Node) probeRound() (uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
+	// The lease generation is read before the configuration: a membership
+	// change drops the lease before it is proposed, and raft takes one
+	// change at a time, so a grant that finds the generation unchanged
+	// rests on a configuration at most one change from the current one,
+	// whose majorities intersect ours.
+	gen, mayLease := n.leaseState.begin()
 	term := n.raft.CurrentTerm()
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
@@ -63,23 +69,21 @@ func (n *Node) probeRound() (uint64, error) {
 		return 0, ErrNotLeader
 	}
 	need := voters/2 + 1
-	lease := n.leaseMode(voters)
-	var gen uint64
+	lease := mayLease && n.leaseMode(voters)
 	var start time.Duration
 	promised := 0
 	if lease {
 		// Read before anything is sent: the voters' promises all begin
 		// after it, so the lease measured from it is never too long.
-		gen = n.leaseState.generation()
 		start = n.leaseNow()
-		if _, ok := n.promises.promise(term, n.cfg.LeaseDuration); ok {
+		if _, ok := n.promises.promise(term, n.cfg.LeaseDuration, gen); ok {
 			promised = 1
 		} else {
 			lease = false // a vote of ours in flight: confirm, lease nothing
 		}
 	}
 	if acks < need || (lease && promised < need) {
-		t, err := n.askVoters(peers, term, tally{acks, promised}, need, lease)
+		t, err := n.askVoters(peers, term, tally{acks, promised}, need, lease, gen)
 		if err != nil {
 			return 0, err
 		}
@@ -105,7 +109,7 @@ type tally struct{ acks, promised int }
 // ask. In a lease round an answer helps only with its promise, and a peer
 // whose answer did not is replaced by the next. A peer in a later term is
 // an error.
-func (n *Node) askVoters(peers []string, term uint64, t tally, need int, lease bool) (tally, error) {
+func (n *Node) askVoters(peers []string, term uint64, t tally, need int, lease bool, gen uint64) (tally, error) {
 	type answer struct {
 		addr     string
 		term     uint64
@@ -134,13 +138,14 @@ func (n *Node) askVoters(peers []string, term uint64, t tally, need int, lease b
 				answers <- answer{addr, t, false, err}
 				return
 			}
-			t, ok, err := n.leaseClient.lease(addr, by, func() (byte, uint64, time.Duration) {
+			t, ok, err := n.leaseClient.lease(addr, by, func() leaseRequest {
 				// A transfer that began meanwhile may have released
-				// this voter already: promise nothing after it.
+				// this voter already: promise nothing after it (and the
+				// voter refuses a promise below its release anyway).
 				if n.leaseState.transferring.Load() > 0 {
-					return leaseOpQuery, term, 0
+					return leaseRequest{op: leaseOpQuery, term: term}
 				}
-				return leaseOpPromise, term, n.cfg.LeaseDuration
+				return leaseRequest{op: leaseOpPromise, term: term, d: n.cfg.LeaseDuration, seq: gen}
 			})
 			answers <- answer{addr, t, ok, err}
 		}()

@@ -28,6 +28,8 @@ func (n *Node) Shutdown(ctx context.Context, transfer bool) error {
 			}
 		}
 		n.drainFutures(ctx)
+		// No promise from here on; the marker goes if none holds.
+		n.promises.close()
 		close(n.shutdownCh)
 		n.raft.DeregisterObserver(n.observer)
 		done := make(chan error, 1)

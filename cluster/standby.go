@@ -279,6 +279,7 @@ func (r *replicationSeen) get(id raft.ServerID) (peerSeen, time.Time, <-chan str
 // peer's log. A request with no previous entry and no entries is a
 // heartbeat: its success proves nothing stored.
 func (w *leaderWatch) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	w.sendingEntries(args.Entries)
 	err := w.NetworkTransport.AppendEntries(id, target, args, resp)
 	if w.seen != nil {
 		stored := args.PrevLogEntry + uint64(len(args.Entries))
@@ -308,7 +309,37 @@ func (w *leaderWatch) AppendEntriesPipeline(id raft.ServerID, target raft.Server
 	if w.noPipeline != nil && w.noPipeline() {
 		return nil, raft.ErrPipelineReplicationNotSupported
 	}
-	return w.NetworkTransport.AppendEntriesPipeline(id, target)
+	p, err := w.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil || w.onConfigEntry == nil {
+		return p, err
+	}
+	return watchedPipeline{p, w}, nil
+}
+
+// sendingEntries tells onConfigEntry, before they leave, of entries that
+// change the configuration (lease.go: no lease outlives the configuration
+// its majority belonged to by more than one change).
+func (w *leaderWatch) sendingEntries(entries []*raft.Log) {
+	if w.onConfigEntry == nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Type == raft.LogConfiguration {
+			w.onConfigEntry()
+			return
+		}
+	}
+}
+
+// watchedPipeline is a replication pipeline whose entries leaderWatch sees.
+type watchedPipeline struct {
+	raft.AppendPipeline
+	w *leaderWatch
+}
+
+func (p watchedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.w.sendingEntries(args.Entries)
+	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
 // awaitStandby returns once the standby has stored every entry up to index,
