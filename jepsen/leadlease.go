@@ -194,6 +194,9 @@ func (m *nemesis) transferUnderLoad(ctx context.Context, ev *checker.Nemesis) er
 		took := time.Since(began)
 		move := fmt.Sprintf("%s→%s (%v, %.0f ms)", l.ID, to.ID, delay, float64(took.Microseconds())/1000)
 		switch {
+		case ctx.Err() != nil:
+			// The run ended (or the fault's hold did) mid-move.
+			move += ": run ended"
 		case code == http.StatusServiceUnavailable:
 			// The server's answer for a transfer that did not finish
 			// within an election timeout, outcome unknown: part of
