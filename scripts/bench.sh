@@ -31,6 +31,11 @@
 #   BENCH_ONLY=snowflake scripts/bench.sh
 #                               the Snowflake section alone (~4 minutes
 #                               with the defaults)
+#   BENCH_ONLY=lease scripts/bench.sh
+#                               leader leases off and on side by side
+#                               (issue 44) alone (~6 minutes); the same
+#                               with 2 ms between the nodes (root):
+#                               scripts/lease-bench.sh
 #
 # What the full run does, every step bounded in time:
 #   1. builds ticketd and ticketd-bench; waits (bounded) for a quiet machine
@@ -63,6 +68,15 @@
 #      RESP ports, beside redis-server (--save '' --appendonly no) INCRBY
 #      <key> <count>; rows each ÷ its peer, target >= 0.9x in req/s; every
 #      ID answered checked unique within its run
+#   2b. leader leases (issue 44), per setting of BENCH_LEASES: the bare
+#      Echo handler alone, then a fresh 3-node cluster (--lease-reads on
+#      every node when on) through its leader at BENCH_LEASE_COUNTS x
+#      BENCH_LEASE_CLIENTS (rows ticketd and ticketd-lease), its RESP
+#      front's INCRBY <seq> 1 beside redis-server without persistence
+#      (--save '' --appendonly no; rows ticketd-resp, ticketd-resp-lease,
+#      redis-incr, ABBA), LEASE_FAILOVER_KILLS leader SIGKILLs; rows ÷
+#      their peer, target >= 0.9x in req/s, p50 and p99 beside the probe
+#      path's
 #   3. ticketd on 5 nodes and on 1 node
 #   4. the peers, one at a time, each a private instance on 127.0.0.1 with
 #      its data in a temp dir: a 3-node etcd cluster (read + compare-and-swap
@@ -113,7 +127,22 @@
 #                                   TICKETD.SNOWFLAKE
 #   BENCH_SNOWFLAKE_COUNTS="1 100"  IDs a request ("100" with --smoke)
 #   BENCH_SNOWFLAKE_CLIENTS=16,64   the generator's concurrency ("16" with --smoke)
-#   BENCH_ONLY=resp|snowflake       run that section alone: every other
+#   BENCH_LEASE=1                   0 skips the leases section (issue 44)
+#   BENCH_LEASES="off on"           its settings, each a fresh cluster ("on"
+#                                   with --smoke; an "on" that the built
+#                                   ticketd lacks --lease-reads for is
+#                                   left out, a failure outside --smoke)
+#   BENCH_LEASE_FLAGS=              more ticketd flags when on, e.g.
+#                                   "--lease-duration 1s"
+#   BENCH_LEASE_COUNTS="1 1000"     HTTP range sizes ("1000" with --smoke)
+#   BENCH_LEASE_CLIENTS=16,64       HTTP clients ("16" with --smoke)
+#   BENCH_LEASE_RESP_COUNTS=1       RESP INCRBY counts ("" skips RESP; needs
+#                                   redis-server, installed like the peers)
+#   BENCH_LEASE_RESP_CLIENTS="16 64"   RESP clients ("16" with --smoke)
+#   LEASE_FAILOVER_KILLS=2          leader SIGKILLs per setting (0 with --smoke)
+#   BENCH_PROFILE=1                 also profiles each setting's leader at
+#                                   64 clients (profile-top-c64-lease-on.txt)
+#   BENCH_ONLY=resp|snowflake|lease run that section alone: every other
 #                                   section's knob defaults to off
 #   QUIET_WAIT=600                  seconds to wait for other benchmarks and
 #                                   test runs on this machine to finish
@@ -156,8 +185,14 @@ snowflake)
 	BENCH_MICRO=${BENCH_MICRO:-0} FAILOVER_KILLS=${FAILOVER_KILLS:-0} BENCH_RESP=${BENCH_RESP:-0}
 	BENCH_SNOWFLAKE=${BENCH_SNOWFLAKE:-1}
 	;;
+lease)
+	BENCH_MAIN=${BENCH_MAIN:-0} BENCH_MANYSEQ=${BENCH_MANYSEQ:-0} BENCH_PEERS=${BENCH_PEERS-}
+	BENCH_SCALING=${BENCH_SCALING:-0} BENCH_SDK=${BENCH_SDK:-0} BENCH_PROFILE=${BENCH_PROFILE:-0}
+	BENCH_MICRO=${BENCH_MICRO:-0} FAILOVER_KILLS=${FAILOVER_KILLS:-0} BENCH_RESP=${BENCH_RESP:-0}
+	BENCH_SNOWFLAKE=${BENCH_SNOWFLAKE:-0} BENCH_LEASE=${BENCH_LEASE:-1}
+	;;
 *)
-	echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: only resp and snowflake are known" >&2
+	echo "bench.sh: BENCH_ONLY=$BENCH_ONLY: only resp, snowflake and lease are known" >&2
 	exit 2
 	;;
 esac
@@ -182,6 +217,11 @@ if [[ $SMOKE == 1 ]]; then
 	BENCH_RESP_ROUNDS=${BENCH_RESP_ROUNDS:-1}
 	BENCH_SNOWFLAKE_COUNTS=${BENCH_SNOWFLAKE_COUNTS:-100}
 	BENCH_SNOWFLAKE_CLIENTS=${BENCH_SNOWFLAKE_CLIENTS:-16}
+	BENCH_LEASES=${BENCH_LEASES:-on}
+	BENCH_LEASE_COUNTS=${BENCH_LEASE_COUNTS:-1000}
+	BENCH_LEASE_CLIENTS=${BENCH_LEASE_CLIENTS:-16}
+	BENCH_LEASE_RESP_CLIENTS=${BENCH_LEASE_RESP_CLIENTS:-16}
+	LEASE_FAILOVER_KILLS=${LEASE_FAILOVER_KILLS:-0}
 	GROUP=smoke
 else
 	BENCH_DURATION=${BENCH_DURATION:-10s}
@@ -203,6 +243,11 @@ else
 	BENCH_RESP_ROUNDS=${BENCH_RESP_ROUNDS:-2}
 	BENCH_SNOWFLAKE_COUNTS=${BENCH_SNOWFLAKE_COUNTS:-1 100}
 	BENCH_SNOWFLAKE_CLIENTS=${BENCH_SNOWFLAKE_CLIENTS:-16,64}
+	BENCH_LEASES=${BENCH_LEASES:-off on}
+	BENCH_LEASE_COUNTS=${BENCH_LEASE_COUNTS:-${BENCH_COUNTS:-1 1000}}
+	BENCH_LEASE_CLIENTS=${BENCH_LEASE_CLIENTS:-16,64}
+	BENCH_LEASE_RESP_CLIENTS=${BENCH_LEASE_RESP_CLIENTS:-16 64}
+	LEASE_FAILOVER_KILLS=${LEASE_FAILOVER_KILLS:-2}
 	GROUP=main
 fi
 BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-1,16,64}
@@ -211,7 +256,13 @@ BENCH_MAIN=${BENCH_MAIN:-1}
 BENCH_MANYSEQ=${BENCH_MANYSEQ:-1}
 BENCH_RESP=${BENCH_RESP:-1}
 BENCH_SNOWFLAKE=${BENCH_SNOWFLAKE:-1}
+BENCH_LEASE=${BENCH_LEASE:-1}
+BENCH_LEASE_RESP_COUNTS=${BENCH_LEASE_RESP_COUNTS-1}
 BENCH_COUNTS=${BENCH_COUNTS:-1 1000}
+if [[ -n ${LEASEBENCH_NS:-} && ${BENCH_ONLY:-} != lease ]]; then
+	echo "bench.sh: under leasebench (LEASEBENCH_NS) only BENCH_ONLY=lease runs" >&2
+	exit 2
+fi
 READY_TIMEOUT=${READY_TIMEOUT:-30}
 MODE=full
 if [[ $SMOKE == 1 ]]; then MODE=smoke; fi
@@ -293,15 +344,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# port_busy PORT: true when something accepts connections on 127.0.0.1:PORT.
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_busy PORT [HOST]: true when something accepts connections on
+# HOST:PORT (HOST 127.0.0.1 unless given).
+port_busy() { (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; }
 
-# wait_port PORT SECONDS PID: until the port accepts connections; fails early
-# if PID (the server) died.
+# wait_port PORT SECONDS PID [HOST]: until the port accepts connections;
+# fails early if PID (the server) died.
 wait_port() {
-	local port=$1 limit=$(($2 * 10)) pid=${3:-} i
+	local port=$1 limit=$(($2 * 10)) pid=${3:-} host=${4:-127.0.0.1} i
 	for ((i = 0; i < limit; i++)); do
-		port_busy "$port" && return 0
+		port_busy "$port" "$host" && return 0
 		if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
 		sleep 0.1
 	done
@@ -362,8 +414,8 @@ cluster_vars() {
 	NODES=() ALL_URLS="" INITIAL_CLUSTER=""
 	for ((i = 1; i <= n; i++)); do
 		NODES+=("n$i")
-		ALL_URLS+="${ALL_URLS:+,}http://127.0.0.1:$((18080 + i))"
-		INITIAL_CLUSTER+="${INITIAL_CLUSTER:+,}n$i=127.0.0.1:$((18090 + i))"
+		ALL_URLS+="${ALL_URLS:+,}http://$(node_ip "n$i"):$((18080 + i))"
+		INITIAL_CLUSTER+="${INITIAL_CLUSTER:+,}n$i=$(node_ip "n$i"):$((18090 + i))"
 	done
 	CLUSTER_SIZE=$n
 }
@@ -371,14 +423,38 @@ cluster_vars() {
 # resp_port ID: the Redis-protocol port of node ID (n1 -> 18371).
 resp_port() { echo $((18370 + ${1#n})); }
 
+# node_ip ID: the address node ID listens on: 127.0.0.1, or under
+# jepsen/cmd/leasebench (scripts/lease-bench.sh) the address of its own
+# network namespace (LEASEBENCH_IPS, one per node).
+node_ip() {
+	if [[ -z ${LEASEBENCH_IPS:-} ]]; then
+		echo 127.0.0.1
+		return
+	fi
+	local ips
+	read -r -a ips <<<"$LEASEBENCH_IPS"
+	echo "${ips[$((${1#n} - 1))]}"
+}
+
+# node_netns ID: the command prefix that runs a process in node ID's network
+# namespace (nothing on loopback); `ip netns exec` execs, so $! stays the
+# server's own pid.
+node_netns() {
+	[[ -n ${LEASEBENCH_NS:-} ]] || return 0
+	local ns
+	read -r -a ns <<<"$LEASEBENCH_NS"
+	echo "ip netns exec ${ns[$((${1#n} - 1))]}"
+}
+
 start_node() {
 	local id=$1 i=${1#n} boot
 	mkdir -p "$D/ticketd$CLUSTER_SIZE/$id"
 	if [[ $CLUSTER_SIZE == 1 ]]; then boot=(--bootstrap); else boot=(--initial-cluster "$INITIAL_CLUSTER"); fi
 	echo "=== start $(date +%H:%M:%S.%N)" >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log"
-	"$BIN/ticketd" serve --dev --id "$id" --data-dir "$D/ticketd$CLUSTER_SIZE/$id" \
-		--http-addr "127.0.0.1:$((18080 + i))" --raft-addr "127.0.0.1:$((18090 + i))" \
-		--resp-addr "127.0.0.1:$(resp_port "$id")" "${boot[@]}" ${PPROF_FLAG:-} >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log" 2>&1 &
+	# shellcheck disable=SC2046,SC2086 # word splitting wanted: a prefix, flags
+	$(node_netns "$id") "$BIN/ticketd" serve --dev --id "$id" --data-dir "$D/ticketd$CLUSTER_SIZE/$id" \
+		--http-addr "$(node_ip "$id"):$((18080 + i))" --raft-addr "$(node_ip "$id"):$((18090 + i))" \
+		--resp-addr "$(node_ip "$id"):$(resp_port "$id")" "${boot[@]}" ${PPROF_FLAG:-} ${LEASE_FLAGS:-} >>"$OUT/logs/ticketd$CLUSTER_SIZE-$id.log" 2>&1 &
 	NODE_PID[$id]=$!
 }
 
@@ -416,19 +492,20 @@ restart_victim() {
 	wait_cluster
 }
 
-# ticketd_failover: FAILOVER_KILLS probes, each SIGKILLing the leader.
+# ticketd_failover [SYSTEM]: FAILOVER_KILLS probes, each SIGKILLing the
+# leader; SYSTEM (ticketd) names them in the report.
 ticketd_failover() {
-	local k victim
+	local k victim sys=${1:-ticketd}
 	for ((k = 1; k <= FAILOVER_KILLS; k++)); do
-		wait_cluster || { fail "ticketd not ready before kill $k"; return 1; }
+		wait_cluster || { fail "$sys not ready before kill $k"; return 1; }
 		victim=$LEADER_ID
-		log "failover ticketd $k/$FAILOVER_KILLS: SIGKILL of leader $victim 1s into a 6s probe"
+		log "failover $sys $k/$FAILOVER_KILLS: SIGKILL of leader $victim 1s into a 6s probe"
 		if ! timeout --foreground -k 5 60 "$BIN/ticketd-bench" failover --targets "$ALL_URLS" --sequence fo \
-			--system ticketd --interval 1ms --duration 6s --kill-pid "${NODE_PID[$victim]}" --kill-after 1s \
-			--json "$OUT/failover-ticketd-$k.json" >"$OUT/failover-ticketd-$k.txt" 2>&1; then
-			fail "ticketd failover probe $k (see $OUT/failover-ticketd-$k.txt)"
+			--system "$sys" --interval 1ms --duration 6s --kill-pid "${NODE_PID[$victim]}" --kill-after 1s \
+			--json "$OUT/failover-$sys-$k.json" >"$OUT/failover-$sys-$k.txt" 2>&1; then
+			fail "$sys failover probe $k (see $OUT/failover-$sys-$k.txt)"
 		fi
-		grep -h '^longest_gap_ms=' "$OUT/failover-ticketd-$k.txt" >&2 || true
+		grep -h '^longest_gap_ms=' "$OUT/failover-$sys-$k.txt" >&2 || true
 		restart_victim "$victim" || { fail "ticketd not whole again after kill $k"; return 1; }
 	done
 }
@@ -489,35 +566,36 @@ metrics_delta() {
 		}' "$1" "$2"
 }
 
-# profile_ticketd CONC: a CPU profile of the leader under load (not part of
-# the measured runs: profiling costs a little CPU), the leader's own CPU per
-# reservation, and its quorum rounds from /metrics.
+# profile_ticketd CONC [TAG]: a CPU profile of the leader under load (not
+# part of the measured runs: profiling costs a little CPU), the leader's own
+# CPU per reservation, and its quorum rounds from /metrics; TAG goes into
+# the file names (profile-top-c<CONC><TAG>.txt).
 profile_ticketd() {
-	local conc=$1
-	local m="$OUT/logs/metrics-c$conc"
+	local conc=$1 tag=$1${2:-}
+	local m="$OUT/logs/metrics-c$tag"
 	log "profile: 5s CPU profile of leader $LEADER_ID at concurrency $conc, range size 1000"
 	"$BIN/ticketd-bench" load --target "http://$LEADER_ADDR" --sequence profile --count 1000 \
-		--concurrency "$conc" --duration 8s --warmup 1s --label "profile-c$conc" \
-		--pids "${NODE_PID[$LEADER_ID]}" >"$OUT/profile-load-c$conc.txt" 2>&1 &
+		--concurrency "$conc" --duration 8s --warmup 1s --label "profile-c$tag" \
+		--pids "${NODE_PID[$LEADER_ID]}" >"$OUT/profile-load-c$tag.txt" 2>&1 &
 	BG_PID=$!
 	sleep 1.5
 	scrape_metrics "$LEADER_ADDR" "$m-before.txt"
-	if PPROF_TMPDIR=$WORK timeout --foreground -k 5 60 "$BIN/pprof" -proto -output "$OUT/ticketd-cpu-c$conc.pprof" \
-		"http://$LEADER_ADDR/debug/pprof/profile?seconds=5" >"$OUT/logs/pprof-c$conc.log" 2>&1; then
+	if PPROF_TMPDIR=$WORK timeout --foreground -k 5 60 "$BIN/pprof" -proto -output "$OUT/ticketd-cpu-c$tag.pprof" \
+		"http://$LEADER_ADDR/debug/pprof/profile?seconds=5" >"$OUT/logs/pprof-c$tag.log" 2>&1; then
 		scrape_metrics "$LEADER_ADDR" "$m-after.txt"
-		"$BIN/pprof" -top -nodecount=35 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-c$conc.txt" 2>&1 || true
-		"$BIN/pprof" -top -cum -nodecount=60 "$BIN/ticketd" "$OUT/ticketd-cpu-c$conc.pprof" >"$OUT/profile-top-cum-c$conc.txt" 2>&1 || true
-		metrics_delta "$m-before.txt" "$m-after.txt" >"$OUT/profile-metrics-c$conc.txt" 2>&1 || true
+		"$BIN/pprof" -top -nodecount=35 "$BIN/ticketd" "$OUT/ticketd-cpu-c$tag.pprof" >"$OUT/profile-top-c$tag.txt" 2>&1 || true
+		"$BIN/pprof" -top -cum -nodecount=60 "$BIN/ticketd" "$OUT/ticketd-cpu-c$tag.pprof" >"$OUT/profile-top-cum-c$tag.txt" 2>&1 || true
+		metrics_delta "$m-before.txt" "$m-after.txt" >"$OUT/profile-metrics-c$tag.txt" 2>&1 || true
 	else
-		fail "pprof fetch (see $OUT/logs/pprof-c$conc.log)"
+		fail "pprof fetch (see $OUT/logs/pprof-c$tag.log)"
 	fi
 	wait_gone "$BG_PID" 30 || true
 	stop_pid "$BG_PID" 5
 	BG_PID=""
 	{
 		echo "leader $LEADER_ID under load (server cores = the leader alone):"
-		sed -n '2,4p' "$OUT/profile-load-c$conc.txt"
-		cat "$OUT/profile-metrics-c$conc.txt" 2>/dev/null
+		sed -n '2,4p' "$OUT/profile-load-c$tag.txt"
+		cat "$OUT/profile-metrics-c$tag.txt" 2>/dev/null
 	} >&2
 }
 
@@ -552,7 +630,7 @@ install_peers() {
 	for p in $BENCH_PEERS; do
 		peer_present "$p" || pkgs+=("$(peer_package "$p")")
 	done
-	if [[ $BENCH_SNOWFLAKE == 1 && $BENCH_TICKETD == 1 ]] && ! peer_present redis && [[ " ${pkgs[*]} " != *" redis-server "* ]]; then
+	if [[ ($BENCH_SNOWFLAKE == 1 || ($BENCH_LEASE == 1 && -n $BENCH_LEASE_RESP_COUNTS)) && $BENCH_TICKETD == 1 ]] && ! peer_present redis && [[ " ${pkgs[*]} " != *" redis-server "* ]]; then
 		pkgs+=(redis-server)
 	fi
 	if [[ $BENCH_RESP == 1 && $BENCH_TICKETD == 1 ]]; then
@@ -1042,6 +1120,150 @@ ticketd_snowflake() {
 	rm -rf "$D/redis-volatile"
 }
 
+# ---- leader leases (issue 44) ------------------------------------------------
+
+# lease_supported: whether the built ticketd knows --lease-reads. (Not a
+# pipe into grep -q: under pipefail the help's exit status would win.)
+lease_supported() {
+	local h
+	h=$("$BIN/ticketd" serve --help 2>&1 || true)
+	[[ $h == *--lease-reads* ]]
+}
+
+# lease_echo SETTING: the bare Echo handler, alone, at BENCH_LEASE_COUNTS x
+# BENCH_LEASE_CLIENTS, in node n1's place (its address and, under
+# leasebench, its network namespace: the same client path as the leader's).
+lease_echo() {
+	local setting=$1 c ip
+	ip=$(node_ip n1)
+	# shellcheck disable=SC2046 # word splitting wanted: a command prefix
+	$(node_netns n1) "$BIN/ticketd-bench" baseline --addr "$ip:18080" >>"$OUT/logs/baseline-lease.log" 2>&1 &
+	BASELINE_PID=$!
+	if wait_port 18080 10 "$BASELINE_PID" "$ip"; then
+		for c in $BENCH_LEASE_COUNTS; do
+			LOAD_PIDS=$BASELINE_PID GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$BENCH_LEASE_CLIENTS \
+				load "echo-$setting" echo 1 "$c" "http://$ip:18080"
+		done
+	else
+		fail "leases: the baseline did not start (see logs/baseline-lease.log)"
+	fi
+	stop_pid "$BASELINE_PID"
+	BASELINE_PID=""
+}
+
+# lease_redis_start: redis-server without persistence (--save ''
+# --appendonly no), the peer of the RESP front's INCR, in n1's place.
+lease_redis_start() {
+	local ip
+	ip=$(node_ip n1)
+	mkdir -p "$D/redis-lease"
+	# shellcheck disable=SC2046 # word splitting wanted: a command prefix
+	$(node_netns n1) redis-server --bind "$ip" --port "${REDIS_ADDR#*:}" --dir "$D/redis-lease" \
+		--appendonly no --save "" --daemonize no --logfile "$OUT/logs/redis-lease.log" &
+	REDIS_PID=$!
+	wait_port "${REDIS_ADDR#*:}" 20 "$REDIS_PID" "$ip"
+}
+
+# lease_pass SETTING I: one fresh 3-node cluster, --lease-reads when SETTING
+# is on, and its rows: HTTP through the leader at BENCH_LEASE_COUNTS x
+# BENCH_LEASE_CLIENTS (system ticketd-probe or ticketd-lease), then the RESP
+# front's INCRBY <seq> <count> at BENCH_LEASE_RESP_COUNTS, one run per
+# number of clients, alternating with redis-server's in ABBA order from I;
+# then its leader failovers (LEASE_FAILOVER_KILLS) and, with BENCH_PROFILE,
+# a CPU profile of the leader. Echo runs alone first, before the cluster.
+lease_pass() {
+	local setting=$1 i=$2 sys=probe label=ticketd c n who
+	if [[ $setting == on ]]; then
+		sys=lease label=ticketd-lease
+		LEASE_FLAGS="--lease-reads${BENCH_LEASE_FLAGS:+ $BENCH_LEASE_FLAGS}"
+	else
+		LEASE_FLAGS=""
+	fi
+	log "leases $setting: bare Echo, then a fresh 3-node cluster${LEASE_FLAGS:+ with $LEASE_FLAGS}"
+	lease_echo "$setting"
+	if ! start_cluster 3; then
+		fail "leases $setting: the cluster did not become ready"
+		stop_ticketd
+		return 1
+	fi
+	for c in $BENCH_LEASE_COUNTS; do
+		wait_cluster || { fail "leases $setting: not ready before count $c"; continue; }
+		LOAD_PIDS=$(joined "${NODE_PID[@]}") GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$BENCH_LEASE_CLIENTS \
+			load "$label" "ticketd-$sys" 3 "$c" "http://$LEADER_ADDR"
+	done
+	for c in $BENCH_LEASE_RESP_COUNTS; do
+		for n in $BENCH_LEASE_RESP_CLIENTS; do
+			for who in $(resp_order "$i"); do
+				case $who in
+				ticketd)
+					wait_cluster || { fail "leases $setting: not ready before the RESP load"; continue; }
+					LOAD_PIDS=$(joined "${NODE_PID[@]}") GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$n \
+						load "ticketd-resp-$sys-n$n" "ticketd-resp-$sys" 3 "$c" "$(node_ip "$LEADER_ID"):$(resp_port "$LEADER_ID")" --kind resp ${LEASEBENCH_NET:+--allow-net "$LEASEBENCH_NET"}
+					;;
+				redis)
+					[[ -n $REDIS_PID ]] || continue
+					LOAD_PIDS=$REDIS_PID GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$n \
+						load "redis-incr-$setting-n$n" redis-incr 1 "$c" "$(node_ip n1):${REDIS_ADDR#*:}" --kind redis ${LEASEBENCH_NET:+--allow-net "$LEASEBENCH_NET"}
+					;;
+				esac
+			done
+			i=$((i + 1))
+		done
+	done
+	if [[ $BENCH_PROFILE == 1 ]]; then
+		wait_cluster && profile_ticketd 64 "-lease-$setting"
+	fi
+	if ((LEASE_FAILOVER_KILLS > 0)); then
+		FAILOVER_KILLS=$LEASE_FAILOVER_KILLS ticketd_failover "ticketd-$sys" || true
+	fi
+	stop_ticketd
+	LEASE_FLAGS=""
+}
+
+# ticketd_leases: leader leases on and off side by side (issue 44), one
+# lease_pass per setting of BENCH_LEASES, beside the bare Echo handler and
+# redis-server without persistence (group "lease" of the report).
+ticketd_leases() {
+	local setting i=0 settings=""
+	for setting in $BENCH_LEASES; do
+		case $setting in
+		off) settings+=" off" ;;
+		on)
+			if lease_supported; then
+				settings+=" on"
+			elif [[ $SMOKE == 1 ]]; then
+				log "leases: this ticketd has no --lease-reads; the lease rows are left out"
+			else
+				fail "leases: this ticketd has no --lease-reads; the lease rows are left out"
+			fi
+			;;
+		*) fail "BENCH_LEASES: unknown setting $setting (want off, on)" ;;
+		esac
+	done
+	[[ -n $settings ]] || return 0
+	if [[ -n $BENCH_LEASE_RESP_COUNTS ]]; then
+		if ! peer_present redis; then
+			if [[ $SMOKE == 1 ]]; then log "leases: redis-server not installed; no redis-incr rows"; else fail "leases: redis-server not installed; no redis-incr rows"; fi
+		elif ! lease_redis_start; then
+			fail "leases: redis-server did not start (see logs/redis-lease.log)"
+			stop_pid "$REDIS_PID"
+			REDIS_PID=""
+		fi
+	fi
+	PPROF_FLAG=""
+	if [[ $BENCH_PROFILE == 1 ]]; then PPROF_FLAG=--pprof; fi
+	for setting in $settings; do
+		lease_pass "$setting" "$i" || true
+		i=$((i + 1))
+	done
+	PPROF_FLAG=""
+	if [[ -n $REDIS_PID ]]; then
+		stop_pid "$REDIS_PID"
+		REDIS_PID=""
+	fi
+	rm -rf "$D/redis-lease"
+}
+
 # ---- run --------------------------------------------------------------------
 
 log "building into $BIN"
@@ -1054,7 +1276,8 @@ if [[ $BENCH_PROFILE == 1 ]]; then
 fi
 
 ports=(18081 18082 18083 18091 18092 18093 18371 18372 18373)
-[[ $BENCH_TICKETD == 1 && ($BENCH_MAIN == 1 || $BENCH_SNOWFLAKE == 1) ]] && ports+=(18080) # the baseline
+[[ $BENCH_TICKETD == 1 && ($BENCH_MAIN == 1 || $BENCH_SNOWFLAKE == 1 || $BENCH_LEASE == 1) ]] && ports+=(18080) # the baseline
+[[ $BENCH_TICKETD == 1 && $BENCH_LEASE == 1 && -n $BENCH_LEASE_RESP_COUNTS ]] && ports+=(18301)
 [[ $BENCH_SCALING == 1 ]] && ports+=(18084 18085 18094 18095 18374 18375)
 [[ ($BENCH_RESP == 1 || $BENCH_SNOWFLAKE == 1) && $BENCH_TICKETD == 1 && " $BENCH_PEERS " != *" redis "* ]] && ports+=(18301)
 [[ " $BENCH_PEERS " == *" etcd "* ]] && ports+=(18201 18202 18203 18211 18212 18213)
@@ -1090,6 +1313,12 @@ fi
 	[[ $BENCH_TICKETD == 1 && $BENCH_MANYSEQ == 1 ]] && echo "many sequences: ${BENCH_MANYSEQ_COUNTS// /, } at concurrency $BENCH_MANYSEQ_CONCURRENCY, range size 1000"
 	[[ $BENCH_TICKETD == 1 && $BENCH_RESP == 1 ]] && echo "resp: range sizes ${BENCH_RESP_COUNTS// /, }, clients ${BENCH_RESP_CLIENTS// /, }, redis-benchmark pipelines ${BENCH_RESP_PIPELINES// /, }, ~${BENCH_RESP_SECONDS}s per redis-benchmark run"
 	[[ $BENCH_TICKETD == 1 && $BENCH_SNOWFLAKE == 1 ]] && echo "snowflake: IDs a request ${BENCH_SNOWFLAKE_COUNTS// /, }, clients $BENCH_SNOWFLAKE_CLIENTS"
+	[[ $BENCH_TICKETD == 1 && $BENCH_LEASE == 1 ]] && echo "lease: settings ${BENCH_LEASES// /, }; HTTP range sizes ${BENCH_LEASE_COUNTS// /, } at clients $BENCH_LEASE_CLIENTS; RESP INCRBY count ${BENCH_LEASE_RESP_COUNTS:-none} at clients ${BENCH_LEASE_RESP_CLIENTS// /, }; failover kills $LEASE_FAILOVER_KILLS per setting${BENCH_LEASE_FLAGS:+; extra flags $BENCH_LEASE_FLAGS}"
+	if [[ -n ${LEASEBENCH_NS:-} ]]; then
+		echo "network: leasebench, each node in a network namespace of its own ($LEASEBENCH_IPS on a bridge); packets between node addresses held ${LEASEBENCH_DELAY:-0s} each way; clients, Echo and redis-server undelayed"
+	else
+		echo "network: loopback"
+	fi
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "other runs at start: $(busy | wc -l)$(busy | head -n 3 | cut -c1-100 | sed 's/^/\n  /' | tr -d '\r')"
 	for p in etcd redis-server redis-benchmark mariadbd; do
@@ -1103,7 +1332,7 @@ if [[ -n $BENCH_PEERS ]]; then
 	install_peers
 	ensure_bench_user
 	chmod 755 "$WORK" "$D" # the bench user must reach its data dirs
-elif [[ ($BENCH_RESP == 1 || $BENCH_SNOWFLAKE == 1) && $BENCH_TICKETD == 1 ]]; then
+elif [[ ($BENCH_RESP == 1 || $BENCH_SNOWFLAKE == 1 || ($BENCH_LEASE == 1 && -n $BENCH_LEASE_RESP_COUNTS)) && $BENCH_TICKETD == 1 ]]; then
 	install_peers # redis-server (and redis-tools for the RESP section)
 fi
 
@@ -1122,10 +1351,14 @@ if [[ $BENCH_TICKETD == 1 ]]; then
 		BASELINE_PID=""
 	fi
 
-	# ticketd, 3 nodes.
+	# ticketd, 3 nodes (not when only the lease section runs: it starts
+	# its own clusters).
 	PPROF_FLAG=""
 	if [[ $BENCH_PROFILE == 1 ]]; then PPROF_FLAG=--pprof; fi
-	start_cluster 3
+	if [[ $BENCH_MAIN == 1 || $BENCH_SCALING == 1 || $BENCH_MANYSEQ == 1 || $BENCH_RESP == 1 || $BENCH_SNOWFLAKE == 1 ||
+		($BENCH_PROFILE == 1 && $BENCH_LEASE == 0) || $FAILOVER_KILLS -gt 0 || $BENCH_SDK == 1 ]]; then
+		start_cluster 3
+	fi
 	if [[ $BENCH_MAIN == 1 ]]; then
 		for c in $BENCH_COUNTS; do
 			wait_cluster
@@ -1146,7 +1379,7 @@ if [[ $BENCH_TICKETD == 1 ]]; then
 	if [[ $BENCH_MANYSEQ == 1 ]]; then ticketd_manyseq || true; fi
 	if [[ $BENCH_RESP == 1 ]]; then ticketd_resp || true; fi
 	if [[ $BENCH_SNOWFLAKE == 1 ]]; then ticketd_snowflake || true; fi
-	if [[ $BENCH_PROFILE == 1 ]]; then
+	if [[ $BENCH_PROFILE == 1 && ${#NODE_PID[@]} -gt 0 ]]; then
 		wait_cluster
 		profile_ticketd 16
 		profile_ticketd 64
@@ -1155,6 +1388,7 @@ if [[ $BENCH_TICKETD == 1 ]]; then
 	if [[ $BENCH_SDK == 1 ]]; then ticketd_sdk || true; fi
 	stop_ticketd
 	PPROF_FLAG=""
+	if [[ $BENCH_LEASE == 1 ]]; then ticketd_leases || true; fi
 
 	if [[ $BENCH_SCALING == 1 ]]; then
 		for n in 5 1; do

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -187,6 +188,7 @@ func runLoad(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "write full results as JSON to this file (- for stdout)")
 	label := fs.String("label", "", "name for this run in tables and JSON")
 	setupTimeout := fs.Duration("setup-timeout", 15*time.Second, "how long to keep retrying the initial PUT (e.g. while a leader is elected)")
+	allowNet := fs.String("allow-net", "", "a CIDR off loopback that --kind resp and peer targets may be in (bench.sh under jepsen/cmd/leasebench: its node namespaces); loopback only when empty")
 	kind := fs.String("kind", "http", "system to drive: http (ticketd or baseline), resp (ticketd's Redis-protocol front: INCRBY <sequence> <count>, the sequence created with TICKETD.CREATE), etcd, redis, postgres, mysql")
 	system := fs.String("system", "", "system name recorded in the JSON (for `report`)")
 	group := fs.String("group", "", "group recorded in the JSON (for `report`): main, nodes, range, smoke")
@@ -206,6 +208,13 @@ func runLoad(ctx context.Context, args []string) error {
 	}
 	if !validKind(*kind) {
 		return fmt.Errorf("--kind %q: want http, resp, etcd, redis, postgres or mysql", *kind)
+	}
+	if *allowNet != "" {
+		_, n, err := net.ParseCIDR(*allowNet)
+		if err != nil {
+			return fmt.Errorf("--allow-net: %w", err)
+		}
+		allowedNet = n
 	}
 	targets, err := parseKindTargets(*kind, *target)
 	if err != nil {

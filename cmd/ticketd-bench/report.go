@@ -307,6 +307,8 @@ func judge(r *fullReport) {
 	r.Targets = append(r.Targets, respTargets(r)...)
 	// Issue #32's: server-made Snowflake IDs beside their peers, same run.
 	r.Targets = append(r.Targets, snowflakeTargets(r)...)
+	// Issue #44's: leader leases beside the bare handlers, same run.
+	r.Targets = append(r.Targets, leaseTargets(r)...)
 }
 
 // manySeqGroup is the group of bench.sh's many-sequences runs (issue 17):
@@ -697,6 +699,11 @@ func printReport(w io.Writer, r *fullReport) {
 			fmt.Fprintln(w, "scaling on paper:", l)
 		}
 	}
+	if rows := lsRows(r); len(rows) > 0 {
+		fmt.Fprintf(w, "\n=== %s\n%s\n", lsTitle(r), lsExplain)
+		table(lsHeader, rows)
+		fmt.Fprintln(w, lsSummary(rows))
+	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\n=== failover: SIGKILL of the leader -> next successful reservation (ms)")
 		for _, s := range fo {
@@ -792,6 +799,11 @@ func writeMarkdown(w io.Writer, r *fullReport) {
 				fmt.Fprintf(w, "- %s\n", l)
 			}
 		}
+	}
+	if rows := lsRows(r); len(rows) > 0 {
+		fmt.Fprintf(w, "\n%s. %s\n\n", lsTitle(r), lsExplain)
+		table(lsHeader, rows)
+		fmt.Fprintf(w, "\n%s.\n", lsSummary(rows))
 	}
 	if fo := failoverSummaries(r); len(fo) > 0 {
 		fmt.Fprintln(w, "\nFailover: time from SIGKILL of the leader to the completion of the first reservation sent after it (count=1 probe every 1 ms, 200 ms timeout per try, next node on failure):")
