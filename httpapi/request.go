@@ -15,8 +15,10 @@ import (
 	"github.com/ticketd/ticketd/api"
 )
 
+// ctx bounds the work of one request by RequestTimeout, and ends it with
+// the client's request (reqctx.go: its timer only when someone waits).
 func (s *Service) ctx(c echo.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request().Context(), s.timeout)
+	return newRequestCtx(c.Request().Context(), s.timeout)
 }
 
 // pageLimit reads a listing's "limit" query parameter: def when absent,
