@@ -11,10 +11,16 @@ package main
 //     redis-server's INCRBY with persistence off.
 //
 // The peer ran once per setting (Echo alone before each cluster, Redis
-// beside it in ABBA order), so its figure is the mean of its runs. The
-// target is the lease rows at ≥ 0.9× their peer in requests per second; the
-// probe rows are there to show the gain, and p50 and p99 of both beside
-// the peer's. Under scripts/lease-bench.sh the same section runs with each
+// beside it in ABBA order; labels echo-<setting>, redis-incr-<setting>-n<N>),
+// and each row is set beside its own setting's peer: on this shared
+// machine the capacity drifts by up to 20% between the passes, minutes
+// apart, and the peer measured in the same pass sees the same machine.
+// (Files without such labels fall back to the mean of every peer run.)
+// lease ÷ probe is therefore the ratio of the two rows' ratios to their
+// peers, which cancels that drift; the raw req/s are in the table too. The
+// target is the lease rows at ≥ 0.9× their peer in requests per second;
+// the probe rows are there to show the gain, and p50 and p99 of both
+// beside the peer's. Under scripts/lease-bench.sh the same section runs with each
 // node in a network namespace of its own and a delay between node
 // addresses; env.txt's "network:" line says which, and the title repeats it.
 
@@ -41,15 +47,16 @@ const (
 	lsRESPLease = "ticketd-resp-lease"
 )
 
-// lsComparisons are the rows of the table, in order: subject beside peer;
-// probe, when set, is the same front with --lease-reads off (the gain).
+// lsComparisons are the rows of the table, in order: subject beside peer,
+// in bench.sh's pass of setting; probe, when set, is the same front with
+// --lease-reads off (the gain).
 var lsComparisons = []struct {
-	front, subject, row, peer, probe string
+	front, subject, row, peer, setting, probe string
 }{
-	{"HTTP", lsProbe, "ticketd", lsEcho, ""},
-	{"HTTP", lsLease, "ticketd-lease", lsEcho, lsProbe},
-	{"RESP", lsRESPProbe, "ticketd-resp", lsRedis, ""},
-	{"RESP", lsRESPLease, "ticketd-resp-lease", lsRedis, lsRESPProbe},
+	{"HTTP", lsProbe, "ticketd", lsEcho, "off", ""},
+	{"HTTP", lsLease, "ticketd-lease", lsEcho, "on", lsProbe},
+	{"RESP", lsRESPProbe, "ticketd-resp", lsRedis, "off", ""},
+	{"RESP", lsRESPLease, "ticketd-resp-lease", lsRedis, "on", lsRESPProbe},
 }
 
 // lsPair is one row of the table.
@@ -59,18 +66,20 @@ type lsPair struct {
 	Count         uint64
 	Clients       int
 	Subject, Peer *levelResult
-	Probe         *levelResult // nil on the probe rows
-	PeerRuns      int
+	// Probe and ProbePeer are the probe row and its peer (nil on the probe
+	// rows).
+	Probe, ProbePeer *levelResult
+	PeerRuns         int
 }
 
 // findMean is the mean of every level of system at count and concurrency
-// in group (rates, latencies and CPU per request averaged, errors summed),
-// and how many runs it averages.
-func (r *fullReport) findMean(group, system string, count uint64, conc int) (*levelResult, int) {
+// in group whose label starts with label (rates, latencies and CPU per
+// request averaged, errors summed), and how many runs it averages.
+func (r *fullReport) findMean(group, system, label string, count uint64, conc int) (*levelResult, int) {
 	var sum levelResult
 	n := 0
 	for _, l := range r.Loads {
-		if l.Group != group || l.System != system || l.Count != count {
+		if l.Group != group || l.System != system || l.Count != count || !strings.HasPrefix(l.Label, label) {
 			continue
 		}
 		for i := range l.Levels {
@@ -145,15 +154,16 @@ func lsPairs(r *fullReport) []lsPair {
 					if c.front != front {
 						continue
 					}
-					s, _ := r.findMean(leaseGroup, c.subject, count, conc)
-					p, runs := r.findMean(leaseGroup, c.peer, count, conc)
+					s, _ := r.findMean(leaseGroup, c.subject, "", count, conc)
+					p, runs := r.lsPeer(c.peer, c.setting, count, conc)
 					if s == nil || p == nil {
 						continue
 					}
 					pair := lsPair{Front: front, Row: c.row, Lease: c.probe != "", Count: count, Clients: conc,
 						Subject: s, Peer: p, PeerRuns: runs}
 					if c.probe != "" {
-						pair.Probe, _ = r.findMean(leaseGroup, c.probe, count, conc)
+						pair.Probe, _ = r.findMean(leaseGroup, c.probe, "", count, conc)
+						pair.ProbePeer, _ = r.lsPeer(c.peer, "off", count, conc)
 					}
 					out = append(out, pair)
 				}
@@ -161,6 +171,23 @@ func lsPairs(r *fullReport) []lsPair {
 		}
 	}
 	return out
+}
+
+// lsPeer is the peer's runs in the pass of setting (label
+// <peer>-<setting>...), or else all of them.
+func (r *fullReport) lsPeer(peer, setting string, count uint64, conc int) (*levelResult, int) {
+	if p, n := r.findMean(leaseGroup, peer, peer+"-"+setting, count, conc); p != nil {
+		return p, n
+	}
+	return r.findMean(leaseGroup, peer, "", count, conc)
+}
+
+// gain is lease over probe, each first divided by its own pass's peer.
+func (p lsPair) gain() string {
+	if p.Probe == nil || p.ProbePeer == nil || p.ProbePeer.ReservationsPerSec <= 0 || p.Probe.ReservationsPerSec <= 0 {
+		return "-"
+	}
+	return ratio(p.ratio(), p.Probe.ReservationsPerSec/p.ProbePeer.ReservationsPerSec)
 }
 
 func (p lsPair) ratio() float64 {
@@ -218,10 +245,7 @@ func lsRows(r *fullReport) [][]string {
 	var rows [][]string
 	for _, p := range lsPairs(r) {
 		s, q := p.Subject, p.Peer
-		gain := "-"
-		if p.Probe != nil {
-			gain = ratio(s.ReservationsPerSec, p.Probe.ReservationsPerSec)
-		}
+		gain := p.gain()
 		errs := fmtErrors(s.Errors)
 		if pe := fmtErrors(q.Errors); pe != "0" {
 			errs += " / peer " + pe
@@ -249,10 +273,11 @@ func lsTitle(r *fullReport) string {
 }
 
 const lsExplain = "ticketd: a fresh 3-node cluster per setting (fsync on, --dev), every request to the leader; server CPU is all three nodes'. " +
-	"HTTP: POST /v1/sequences/<seq>/ranges {\"count\":N}; peer: the bare Echo handler (ticketd-bench baseline, alone before each cluster, the mean of its runs). " +
-	"RESP: INCRBY <seq> N on the leader's Redis-protocol port; peer: redis-server --save '' --appendonly no, INCRBY <key> N, run beside each cluster in ABBA order (mean of its runs). " +
+	"HTTP: POST /v1/sequences/<seq>/ranges {\"count\":N}; peer: the bare Echo handler (ticketd-bench baseline), run alone just before the same setting's cluster. " +
+	"RESP: INCRBY <seq> N on the leader's Redis-protocol port; peer: redis-server --save '' --appendonly no, INCRBY <key> N, run beside the same setting's cluster in ABBA order. " +
+	"Each row is set beside its own setting's peer (the machine drifts between the passes). " +
 	"Closed loop, one request in flight per client, after a warm-up; every range checked for overlaps. " +
-	"Target: the lease rows at ≥ 0.9× the peer in req/s; the probe rows' mark is in parentheses (not a target). lease ÷ probe: the gain of --lease-reads."
+	"Target: the lease rows at ≥ 0.9× the peer in req/s; the probe rows' mark is in parentheses (not a target). lease ÷ probe: the gain of --lease-reads, the lease row's ÷ peer over the probe row's."
 
 func lsSummary(rows [][]string) string {
 	met, n := 0, 0

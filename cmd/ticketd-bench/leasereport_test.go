@@ -16,12 +16,15 @@ func leaseLoad(system string, count uint64, conc int, rps, p50, p99 float64) *lo
 // delayed network names itself in the targets.
 func TestLeaseReport_RowsTargetsAndPeerMean(t *testing.T) {
 	r := &fullReport{Env: []string{"network: leasebench, each node in a network namespace of its own (…); packets between node addresses held 2ms each way; clients, Echo and redis-server undelayed"}}
+	echoOff, echoOn := leaseLoad(lsEcho, 1000, 16, 1250, 1, 2), leaseLoad(lsEcho, 1000, 16, 1000, 1, 2)
+	echoOff.Label, echoOn.Label = "echo-off", "echo-on"
 	r.Loads = []*loadReport{
-		leaseLoad(lsEcho, 1000, 16, 900, 1, 2),
-		leaseLoad(lsEcho, 1000, 16, 1100, 1, 2), // mean 1000
-		leaseLoad(lsProbe, 1000, 16, 500, 4, 9),
+		echoOff, echoOn, // each setting beside its own pass's Echo
+		leaseLoad(lsProbe, 1000, 16, 625, 4, 9),
 		leaseLoad(lsLease, 1000, 16, 950, 1.1, 2.5),
-		leaseLoad(lsRedis, 1, 64, 2000, 0.5, 1),
+		// Unlabelled peer runs: the mean of all of them (2000).
+		leaseLoad(lsRedis, 1, 64, 1900, 0.5, 1),
+		leaseLoad(lsRedis, 1, 64, 2100, 0.5, 1),
 		leaseLoad(lsRESPProbe, 1, 64, 1000, 5, 10),
 		leaseLoad(lsRESPLease, 1, 64, 1700, 0.6, 1.5),
 		// Another group's Echo is not a peer here.
@@ -32,7 +35,7 @@ func TestLeaseReport_RowsTargetsAndPeerMean(t *testing.T) {
 		t.Fatalf("rows: %d, want 4: %v", len(rows), rows)
 	}
 	want := [][]string{
-		{"HTTP", "ticketd", "1000", "16", "500", "1000", "0.50×", "-"},
+		{"HTTP", "ticketd", "1000", "16", "625", "1250", "0.50×", "-"},
 		{"HTTP", "ticketd-lease", "1000", "16", "950", "1000", "0.95×", "1.90×"},
 		{"RESP", "ticketd-resp", "1", "64", "1000", "2000", "0.50×", "-"},
 		{"RESP", "ticketd-resp-lease", "1", "64", "1700", "2000", "0.85×", "1.70×"},
