@@ -373,3 +373,28 @@ func TestLease_Transfer_WithAVoterDown(t *testing.T) {
 		t.Fatal("the old leader kept its lease across the transfer")
 	}
 }
+
+// A leader that removes itself releases its voters' promises first, as a
+// transfer does: the others elect a leader without waiting them out.
+func TestLease_LeaderRemovesItself_OthersElectBeforePromisesLapse(t *testing.T) {
+	const d = 5 * time.Second
+	nodes := leaseNodes(t, d, nil)
+	l, _ := awaitLease(t, nodes)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := l.Remove(ctx, l.cfg.ID); err != nil {
+		t.Fatalf("remove the leader: %v", err)
+	}
+	testkit.Eventually(t, 20*time.Second, 5*time.Millisecond, "a new leader", func() bool {
+		for _, n := range nodes {
+			if n != l && n.raft.State() == raft.Leader {
+				return true
+			}
+		}
+		return false
+	})
+	if took := time.Since(start); took >= d {
+		t.Fatalf("the new leader came %v after the removal: the promises of %v were waited out", took, d)
+	}
+}
