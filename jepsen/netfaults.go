@@ -150,6 +150,20 @@ func (f *netFaults) loss(n *Node, p float64) error {
 // random part of up to jitter (so a round trip through n grows by about
 // 2d), with the NFQUEUE delayer: the kernel here has no sch_netem.
 func (f *netFaults) slow(n *Node, queue uint16, d, jitter time.Duration) error {
+	if err := f.startDelayer(n, queue, d, jitter); err != nil {
+		return err
+	}
+	q := fmt.Sprint(queue)
+	if _, err := f.ipt(n, "-A", "TJ_IN", "-i", f.b.iface(), "-j", "NFQUEUE", "--queue-num", q, "--queue-bypass"); err != nil {
+		return err
+	}
+	_, err := f.ipt(n, "-A", "TJ_OUT", "-o", f.b.iface(), "-j", "NFQUEUE", "--queue-num", q, "--queue-bypass")
+	return err
+}
+
+// startDelayer starts n's NFQUEUE delayer on queue; the caller sends it
+// packets with iptables rules.
+func (f *netFaults) startDelayer(n *Node, queue uint16, d, jitter time.Duration) error {
 	ns, err := f.b.netns(n)
 	if err != nil {
 		return err
@@ -164,12 +178,7 @@ func (f *netFaults) slow(n *Node, queue uint16, d, jitter time.Duration) error {
 	f.mu.Lock()
 	f.delay[n] = dl
 	f.mu.Unlock()
-	q := fmt.Sprint(queue)
-	if _, err := f.ipt(n, "-A", "TJ_IN", "-i", f.b.iface(), "-j", "NFQUEUE", "--queue-num", q, "--queue-bypass"); err != nil {
-		return err
-	}
-	_, err = f.ipt(n, "-A", "TJ_OUT", "-o", f.b.iface(), "-j", "NFQUEUE", "--queue-num", q, "--queue-bypass")
-	return err
+	return nil
 }
 
 // slowTo delays only the packets n sends to peer, by d plus a random part
@@ -177,24 +186,13 @@ func (f *netFaults) slow(n *Node, queue uint16, d, jitter time.Duration) error {
 // transferee's vote request and heartbeats reach the old leader late, while
 // everything else, clients included, flows as usual).
 func (f *netFaults) slowTo(n, peer *Node, queue uint16, d, jitter time.Duration) error {
-	ns, err := f.b.netns(n)
-	if err != nil {
-		return err
-	}
 	ip, err := f.b.nodeIP(peer)
 	if err != nil {
 		return err
 	}
-	if err := f.chains(n); err != nil {
+	if err := f.startDelayer(n, queue, d, jitter); err != nil {
 		return err
 	}
-	dl, err := netfault.StartDelayer(ns, queue, d, jitter, f.seed)
-	if err != nil {
-		return err
-	}
-	f.mu.Lock()
-	f.delay[n] = dl
-	f.mu.Unlock()
 	_, err = f.ipt(n, "-A", "TJ_OUT", "-o", f.b.iface(), "-d", ip, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(queue), "--queue-bypass")
 	return err
 }
