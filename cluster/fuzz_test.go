@@ -1112,3 +1112,73 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// FuzzLeaseFrame feeds arbitrary bytes to the lease service (promise.go),
+// as a peer on the Raft port could send them:
+//   - no panic;
+//   - one 17-byte answer per complete 33-byte request, in order, echoing
+//     its id and carrying the current term; nothing for a truncated last
+//     request, and serve closes the connection when the bytes end;
+//   - a promise only for op promise, in the node's own term (never term
+//     0), for a duration in (0, maxLeaseDuration], and one given leaves the
+//     node refusing votes.
+func FuzzLeaseFrame(f *testing.F) {
+	req := func(id uint64, op byte, term uint64, d time.Duration, seq uint64) []byte {
+		b := make([]byte, leaseReqSize)
+		binary.BigEndian.PutUint64(b[:8], id)
+		b[8] = op
+		binary.BigEndian.PutUint64(b[9:17], term)
+		binary.BigEndian.PutUint64(b[17:25], uint64(d))
+		binary.BigEndian.PutUint64(b[25:33], seq)
+		return b
+	}
+	f.Add([]byte{}, uint64(3))
+	f.Add(req(1, leaseOpPromise, 3, time.Second, 1), uint64(3))
+	f.Add(req(1, leaseOpPromise, 2, time.Second, 1), uint64(3))                                             // older term
+	f.Add(req(1, leaseOpPromise, 3, maxLeaseDuration+1, 1), uint64(3))                                      // too long
+	f.Add(append(req(1, leaseOpPromise, 3, time.Second, 5), req(2, leaseOpRelease, 3, 0, 6)...), uint64(3)) // promise, release
+	f.Add(append(req(1, leaseOpRelease, 3, 0, 6), req(2, leaseOpPromise, 3, time.Second, 5)...), uint64(3)) // late promise
+	f.Add(append(req(1, 9, 3, time.Second, 1), 1, 2, 3), uint64(3))                                         // unknown op, short tail
+	f.Add(req(1, leaseOpPromise, 0, time.Second, 1), uint64(0))                                             // term 0
+	f.Fuzz(func(t *testing.T, data []byte, term uint64) {
+		data = data[:min(len(data), 8*leaseReqSize)]
+		p, err := newPromises(t.TempDir(), func() uint64 { return term }, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{promises: p}
+		c := newFakeConn(data)
+		n.serveLease(c)
+		if !c.isClosed() {
+			t.Fatal("serveLease returned without closing the connection")
+		}
+		full := len(data) / leaseReqSize
+		out := c.written()
+		if len(out) != leaseRespSize*full {
+			t.Fatalf("wrote %d bytes for %d bytes of requests, want %d", len(out), len(data), leaseRespSize*full)
+		}
+		anyPromise := false
+		for k := 0; k < full; k++ {
+			r, a := data[leaseReqSize*k:leaseReqSize*(k+1)], out[leaseRespSize*k:leaseRespSize*(k+1)]
+			if !bytes.Equal(a[:8], r[:8]) {
+				t.Fatalf("answer %d echoes id %x, want %x", k, a[:8], r[:8])
+			}
+			if got := binary.BigEndian.Uint64(a[8:16]); got != term {
+				t.Fatalf("answer %d carries term %d, want %d", k, got, term)
+			}
+			if a[16] > 1 {
+				t.Fatalf("answer %d: promised flag %d", k, a[16])
+			}
+			if a[16] == 1 {
+				anyPromise = true
+				d := time.Duration(binary.BigEndian.Uint64(r[17:25]))
+				if r[8] != leaseOpPromise || binary.BigEndian.Uint64(r[9:17]) != term || term == 0 || d <= 0 || d > maxLeaseDuration {
+					t.Fatalf("request %x promised", r)
+				}
+			}
+		}
+		if anyPromise && p.admitVote() && p.marker == 0 {
+			t.Fatal("a promise was given with no marker on disk and votes still admitted")
+		}
+	})
+}
