@@ -117,25 +117,7 @@ func (r *fullReport) findMean(group, system, label string, count uint64, conc in
 
 // lsAxes are the range sizes and client levels of front's systems.
 func lsAxes(r *fullReport, systems ...string) (counts []uint64, concs []int) {
-	seenC, seenL := map[uint64]bool{}, map[int]bool{}
-	for _, l := range r.Loads {
-		if l.Group != leaseGroup || !slices.Contains(systems, l.System) {
-			continue
-		}
-		if !seenC[l.Count] {
-			seenC[l.Count] = true
-			counts = append(counts, l.Count)
-		}
-		for _, lv := range l.Levels {
-			if !seenL[lv.Concurrency] {
-				seenL[lv.Concurrency] = true
-				concs = append(concs, lv.Concurrency)
-			}
-		}
-	}
-	slices.Sort(counts)
-	slices.Sort(concs)
-	return counts, concs
+	return r.axesOf(func(l *loadReport) bool { return l.Group == leaseGroup && slices.Contains(systems, l.System) })
 }
 
 func lsPairs(r *fullReport) []lsPair {

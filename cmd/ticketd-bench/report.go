@@ -192,27 +192,17 @@ func (r *fullReport) mainGroup() string {
 	return "smoke"
 }
 
-// axes returns the counts and concurrency levels of group, sorted.
+// axes returns the counts and concurrency levels of group, sorted, and its
+// systems in systemOrder (then any other, by name).
 func (r *fullReport) axes(group string) (counts []uint64, concs []int, systems []string) {
-	seenC, seenL, seenS := map[uint64]bool{}, map[int]bool{}, map[string]bool{}
-	for _, l := range r.Loads {
+	seenS := map[string]bool{}
+	counts, concs = r.axesOf(func(l *loadReport) bool {
 		if l.Group != group {
-			continue
-		}
-		if !seenC[l.Count] {
-			seenC[l.Count] = true
-			counts = append(counts, l.Count)
+			return false
 		}
 		seenS[l.System] = true
-		for _, lv := range l.Levels {
-			if !seenL[lv.Concurrency] {
-				seenL[lv.Concurrency] = true
-				concs = append(concs, lv.Concurrency)
-			}
-		}
-	}
-	slices.Sort(counts)
-	slices.Sort(concs)
+		return true
+	})
 	for _, s := range systemOrder {
 		if seenS[s] {
 			systems = append(systems, s)
@@ -225,6 +215,30 @@ func (r *fullReport) axes(group string) (counts []uint64, concs []int, systems [
 	}
 	sort.Strings(rest)
 	return counts, concs, append(systems, rest...)
+}
+
+// axesOf returns the range sizes and client levels of the loads keep
+// accepts, each sorted.
+func (r *fullReport) axesOf(keep func(*loadReport) bool) (counts []uint64, concs []int) {
+	seenC, seenL := map[uint64]bool{}, map[int]bool{}
+	for _, l := range r.Loads {
+		if !keep(l) {
+			continue
+		}
+		if !seenC[l.Count] {
+			seenC[l.Count] = true
+			counts = append(counts, l.Count)
+		}
+		for _, lv := range l.Levels {
+			if !seenL[lv.Concurrency] {
+				seenL[lv.Concurrency] = true
+				concs = append(concs, lv.Concurrency)
+			}
+		}
+	}
+	slices.Sort(counts)
+	slices.Sort(concs)
+	return counts, concs
 }
 
 // judge fills Targets, Problems and Warnings.
