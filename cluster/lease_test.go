@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/internal/testkit"
 )
 
@@ -397,4 +398,138 @@ func TestLease_LeaderRemovesItself_OthersElectBeforePromisesLapse(t *testing.T) 
 	if took := time.Since(start); took >= d {
 		t.Fatalf("the new leader came %v after the removal: the promises of %v were waited out", took, d)
 	}
+}
+
+// A member held to a level below fsm.LevelLeases (an older binary, which
+// drops the lease byte) keeps the whole cluster on the probe: no voter is
+// asked to promise, and every check runs a round. Once it restarts
+// knowing leases, the leader raises the cluster's level and takes a lease.
+func TestLease_MemberBelowLeasesLevel_ProbesUntilItKnowsLeases(t *testing.T) {
+	nodes := startNodesWith(t, 3, raceTimings, func(c *Config) {
+		c.LeaseReads = true
+		c.LeaseDuration = 2 * time.Second
+		c.LevelProbeInterval = 100 * time.Millisecond
+		if c.ID == "n3" {
+			c.FeatureLevel = fsm.LevelLeases - 1
+		}
+	})
+	l := leaderOf(t, nodes)
+	testkit.Eventually(t, 10*time.Second, 10*time.Millisecond, "the cluster's level to be the old member's", func() bool {
+		return l.ClusterLevel() == fsm.LevelLeases-1
+	})
+	probesBefore := probesAnswered(nodes)
+	for range 20 {
+		if _, err := l.VerifyLeader(t.Context()); err != nil {
+			t.Fatalf("verify below the leases level: %v", err)
+		}
+		if _, ok := l.leaseTerm(); ok {
+			t.Fatal("a lease in a cluster with a member below the leases level")
+		}
+	}
+	if got := leaseAnswers(nodes); got != 0 {
+		t.Fatalf("%d lease answers in a cluster with a member below the leases level", got)
+	}
+	after := probesAnswered(nodes)
+	rounds := uint64(0)
+	for id := range after {
+		rounds += after[id] - probesBefore[id]
+	}
+	if rounds < 20 {
+		t.Fatalf("%d probes answered for 20 checks without a lease", rounds)
+	}
+	// The older member cannot be asked: the lease byte is dropped.
+	old := nodes[2]
+	if old.cfg.ID != "n3" {
+		t.Fatalf("nodes[2] is %s", old.cfg.ID)
+	}
+	ask := func() leaseRequest { return leaseRequest{op: leaseOpPromise, term: 1, d: time.Second, seq: 1} }
+	if _, _, err := l.leaseClient.lease(old.cfg.RaftAddr, time.Now().Add(time.Second), ask); err == nil {
+		t.Fatal("a node held below the leases level answered the lease service")
+	}
+
+	// The member is upgraded: it restarts knowing leases.
+	if err := old.Shutdown(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := old.cfg
+	cfg.FeatureLevel = 0
+	nodes[2] = reopenNode(t, cfg)
+	l = leaderOf(t, nodes)
+	testkit.Eventually(t, 15*time.Second, 10*time.Millisecond, "the cluster's level to reach leases", func() bool {
+		return l.ClusterLevel() >= fsm.LevelLeases
+	})
+	awaitLease(t, nodes)
+}
+
+// A full-cluster stop right after every voter promised (kill -9, or a
+// shutdown while the promises hold) and a restart of all: no node is
+// elected until the promises have lapsed, each node counting from its own
+// start, so a leader that held the lease and is now gone can never have
+// overlapped a new one.
+func TestLease_FullClusterRestart_NoLeaderUntilPromisesLapse(t *testing.T) {
+	const d = 2 * time.Second
+	nodes := leaseNodes(t, d, nil)
+	awaitLease(t, nodes)
+	var cfgs []Config
+	for _, n := range nodes {
+		cfgs = append(cfgs, n.cfg)
+	}
+	// Stopped while their promises hold: the markers stay.
+	for _, n := range nodes {
+		if err := n.Shutdown(context.Background(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A round asks only as many voters as make a majority with the
+	// leader: a majority holds a marker, perhaps not every node.
+	marked := 0
+	for _, c := range cfgs {
+		if _, err := os.Stat(filepath.Join(c.DataDir, promiseMarkerFile)); err == nil {
+			marked++
+		}
+	}
+	if marked < 2 {
+		t.Fatalf("%d of 3 nodes hold a promise marker after a stop with the lease held", marked)
+	}
+	restarted := time.Now()
+	var again []*Node
+	for _, c := range cfgs {
+		again = append(again, reopenNode(t, c))
+	}
+	var elected time.Duration
+	testkit.Eventually(t, d+20*time.Second, 2*time.Millisecond, "a leader after the restart", func() bool {
+		for _, n := range again {
+			if n.raft.State() == raft.Leader {
+				elected = time.Since(restarted)
+				return true
+			}
+		}
+		return false
+	})
+	if elected < d {
+		t.Fatalf("a leader %v after the full restart, before the promises of %v lapsed", elected, d)
+	}
+	t.Logf("first leader %v after the restart (promises of %v)", elected, d)
+	awaitLease(t, again)
+}
+
+// reopenNode opens and starts a node again from cfg, on the address its
+// earlier process listened on, and shuts it down when the test ends.
+func reopenNode(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	ln, err := net.Listen("tcp", cfg.RaftAddr)
+	if err != nil {
+		t.Fatalf("listen again on %s: %v", cfg.RaftAddr, err)
+	}
+	cfg.Listener = ln
+	n, err := Open(cfg, fsm.New())
+	if err != nil {
+		_ = ln.Close()
+		t.Fatalf("reopen %s: %v", cfg.ID, err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown(context.Background(), false) })
+	if err := n.Start(nil); err != nil {
+		t.Fatalf("restart %s: %v", cfg.ID, err)
+	}
+	return n
 }

@@ -84,7 +84,7 @@ func (c *raftConn) Close() error {
 // muxServices are the handlers of the Raft port's services other than Raft.
 type muxServices struct {
 	probe func(net.Conn) // owns the connection (the probe server closes it)
-	lease func(net.Conn) // owns the connection (leaseConns closes it)
+	lease func(net.Conn) // owns the connection (leaseConns closes it); nil below fsm.LevelLeases
 	level func(net.Conn) // answers and closes; bounded by its own deadline
 	cert  func(net.Conn) // owns the connection (certConns closes it)
 }
@@ -179,15 +179,23 @@ func (m *mux) route(c net.Conn) {
 		// when it shuts down.
 		go m.probe(c)
 	case muxLease:
+		if m.lease == nil {
+			m.unknown(c, b[0])
+			return
+		}
 		go m.lease(c)
 	case muxLevel:
 		m.level(c)
 	case muxCert:
 		go m.cert(c)
 	default:
-		m.log.Warn("raft port: connection with unknown service byte dropped", "byte", b[0], "remote", c.RemoteAddr())
-		_ = c.Close()
+		m.unknown(c, b[0])
 	}
+}
+
+func (m *mux) unknown(c net.Conn, service byte) {
+	m.log.Warn("raft port: connection with unknown service byte dropped", "byte", service, "remote", c.RemoteAddr())
+	_ = c.Close()
 }
 
 // Close stops accepting, closes the connections that have not named their

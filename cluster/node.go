@@ -305,7 +305,13 @@ func (n *Node) openNetwork() error {
 	}
 	n.promises = p
 	n.leaseState.base = bootClock()
-	n.mux = newMux(ln, advertise, dial, n.log, muxServices{probe: n.probeServer.serve, lease: n.serveLease, level: n.serveLevel, cert: n.serveCert})
+	services := muxServices{probe: n.probeServer.serve, lease: n.serveLease, level: n.serveLevel, cert: n.serveCert}
+	if n.ownLevel() < fsm.LevelLeases {
+		// A node held to an older level (Config.FeatureLevel) answers as
+		// the binaries of that level do: they drop the lease byte.
+		services.lease = nil
+	}
+	n.mux = newMux(ln, advertise, dial, n.log, services)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftLayer{n.mux},
 		MaxPool: 3,
