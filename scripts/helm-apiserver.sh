@@ -10,7 +10,7 @@
 #      scratch module under build/kube/VERSION/mod that replaces every
 #      k8s.io staging module by its published v0.X release; the binaries are
 #      cached in build/kube/VERSION/bin. The helm CLI is the one
-#      scripts/helm-check.sh builds (build/helm/VERSION), built the same way
+#      scripts/helm-check.sh builds (~/.cache/ticketd/helm/VERSION), built the same way
 #      when missing; ticketd is built from this repository;
 #   2. starts Debian's etcd and the two servers on loopback, with certificates
 #      made here by openssl, a service-account signing key, static tokens (an
@@ -94,7 +94,7 @@ if [[ ! -x $kbin/kube-apiserver || ! -x $kbin/kube-controller-manager || ! -x $k
 fi
 "$kbin/kube-apiserver" --version
 helm_version=$(cd "$root/deploy/helm/chartcheck" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
-hbin=$root/build/helm/$helm_version
+hbin=${TICKETD_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ticketd/helm}/$helm_version
 if [[ ! -x $hbin/helm ]]; then
   (cd / && export GOBIN=$hbin && run 20m nice -n 19 go install "helm.sh/helm/v3/cmd/helm@$helm_version")
 fi

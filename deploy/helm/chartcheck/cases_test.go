@@ -185,13 +185,28 @@ func texts(r Rendered) []string {
 // checkChart renders every case of the matrix and runs every check on
 // each, then the checks across cases and the refused values. It returns
 // every problem found; none for a chart that keeps DESIGN.md's promises.
-func checkChart(ch *chart.Chart) []string {
+func checkChart(ch *chart.Chart) []string { return checkChartUntil(ch, nil) }
+
+// checkChartUntil is checkChart that stops at the first problem found
+// accepts (nil: never), as a mutation's test needs only its own problem.
+func checkChartUntil(ch *chart.Chart, found func(problem string) bool) []string {
 	var all []string
+	add := func(ps ...string) bool {
+		all = append(all, ps...)
+		for _, p := range ps {
+			if found != nil && found(p) {
+				return true
+			}
+		}
+		return false
+	}
 	renders := map[string]*rc{}
 	for _, rcase := range matrix {
 		c, err := renderBoth(ch, rcase)
 		if err != nil {
-			all = append(all, fmt.Sprintf("%s: render: %v", rcase.name, err))
+			if add(fmt.Sprintf("%s: render: %v", rcase.name, err)) {
+				return all
+			}
 			continue
 		}
 		renders[rcase.name] = c
@@ -199,23 +214,33 @@ func checkChart(ch *chart.Chart) []string {
 		for _, check := range checks {
 			check(c, p)
 		}
-		all = append(all, p.list...)
+		if add(p.list...) {
+			return all
+		}
 	}
 	p := &problems{}
 	checkSameTemplate(renders["defaults"], renders["replicas 5"], p)
 	checkSameTemplate(renders["defaults"], renders["pdb off"], p)
-	all = append(all, p.list...)
+	if add(p.list...) {
+		return all
+	}
 	for _, f := range refused {
 		vals, err := values(f.set)
 		if err != nil {
-			all = append(all, fmt.Sprintf("refused %s: %v", f.name, err))
+			if add(fmt.Sprintf("refused %s: %v", f.name, err)) {
+				return all
+			}
 			continue
 		}
 		_, err = Render(ch, vals, Release)
-		all = append(all, refusal("refused "+f.name+" (schema)", f.set, f.schemaWant, err)...)
+		if add(refusal("refused "+f.name+" (schema)", f.set, f.schemaWant, err)...) {
+			return all
+		}
 		if f.templateWant != "" {
 			_, err = RenderSkippingSchema(ch, vals, Release)
-			all = append(all, refusal("refused "+f.name+" (template)", f.set, f.templateWant, err)...)
+			if add(refusal("refused "+f.name+" (template)", f.set, f.templateWant, err)...) {
+				return all
+			}
 		}
 	}
 	return all
