@@ -1131,26 +1131,25 @@ lease_supported() {
 	[[ $h == *--lease-reads* ]]
 }
 
-# lease_echo SETTING: the bare Echo handler, alone, at BENCH_LEASE_COUNTS x
-# BENCH_LEASE_CLIENTS, in node n1's place (its address and, under
-# leasebench, its network namespace: the same client path as the leader's).
-lease_echo() {
-	local setting=$1 c ip
-	[[ -n $BENCH_LEASE_COUNTS ]] || return 0
+# lease_echo_start: the bare Echo handler in node n1's place (its address
+# and, under leasebench, its network namespace: the same client path as the
+# leader's), beside the running cluster, idle until lease_echo loads it.
+lease_echo_start() {
+	local ip
 	ip=$(node_ip n1)
 	# shellcheck disable=SC2046 # word splitting wanted: a command prefix
 	$(node_netns n1) "$BIN/ticketd-bench" baseline --addr "$ip:18080" >>"$OUT/logs/baseline-lease.log" 2>&1 &
 	BASELINE_PID=$!
-	if wait_port 18080 10 "$BASELINE_PID" "$ip"; then
-		for c in $BENCH_LEASE_COUNTS; do
-			LOAD_PIDS=$BASELINE_PID GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$BENCH_LEASE_CLIENTS \
-				load "echo-$setting" echo 1 "$c" "http://$ip:18080"
-		done
-	else
-		fail "leases: the baseline did not start (see logs/baseline-lease.log)"
-	fi
-	stop_pid "$BASELINE_PID"
-	BASELINE_PID=""
+	wait_port 18080 10 "$BASELINE_PID" "$ip"
+}
+
+# lease_echo SETTING WHEN COUNT: one load of the bare Echo handler at range
+# size COUNT and BENCH_LEASE_CLIENTS, WHEN (before, after) the cluster's.
+lease_echo() {
+	local setting=$1 when=$2 c=$3
+	[[ -n $BASELINE_PID ]] || return 0
+	LOAD_PIDS=$BASELINE_PID GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$BENCH_LEASE_CLIENTS \
+		load "echo-$setting-$when" echo 1 "$c" "http://$(node_ip n1):18080"
 }
 
 # lease_redis_start: redis-server without persistence (--save ''
@@ -1183,18 +1182,30 @@ lease_pass() {
 	else
 		LEASE_FLAGS=""
 	fi
-	log "leases $setting: bare Echo, then a fresh 3-node cluster${LEASE_FLAGS:+ with $LEASE_FLAGS}"
-	lease_echo "$setting"
+	log "leases $setting: a fresh 3-node cluster${LEASE_FLAGS:+ with $LEASE_FLAGS}, the bare Echo handler beside it"
 	if ! start_cluster 3; then
 		fail "leases $setting: the cluster did not become ready"
 		stop_ticketd
 		return 1
 	fi
+	if [[ -n $BENCH_LEASE_COUNTS ]] && ! lease_echo_start; then
+		fail "leases: the baseline did not start (see logs/baseline-lease.log)"
+		stop_pid "$BASELINE_PID"
+		BASELINE_PID=""
+	fi
+	# Echo just before and just after each of the cluster's loads: the peer
+	# is their mean, which brackets the cluster's run in time. The machine
+	# drifts by 20 % within a minute; a peer measured once, before the
+	# cluster started, was up to 25 % off the one beside it.
 	for c in $BENCH_LEASE_COUNTS; do
+		lease_echo "$setting" before "$c"
 		wait_cluster || { fail "leases $setting: not ready before count $c"; continue; }
 		LOAD_PIDS=$(joined "${NODE_PID[@]}") GROUP_OVERRIDE=lease LOAD_CONCURRENCY=$BENCH_LEASE_CLIENTS \
 			load "$label" "ticketd-$sys" 3 "$c" "http://$LEADER_ADDR"
+		lease_echo "$setting" after "$c"
 	done
+	stop_pid "$BASELINE_PID"
+	BASELINE_PID=""
 	for c in $BENCH_LEASE_RESP_COUNTS; do
 		for n in $BENCH_LEASE_RESP_CLIENTS; do
 			for who in $(resp_order "$i"); do

@@ -10,11 +10,13 @@ package main
 //   - the Redis-protocol front's INCRBY <seq> N through the leader ÷
 //     redis-server's INCRBY with persistence off.
 //
-// The peer ran once per setting (Echo alone before each cluster, Redis
-// beside it in ABBA order; labels echo-<setting>, redis-incr-<setting>-n<N>),
-// and each row is set beside its own setting's peer: on this shared
-// machine the capacity drifts by up to 20% between the passes, minutes
-// apart, and the peer measured in the same pass sees the same machine.
+// The peers run beside each setting's cluster: Echo just before and just
+// after each of the cluster's HTTP loads (labels echo-<setting>-before and
+// -after, averaged: their mean brackets the cluster's run in time), Redis
+// in ABBA order (redis-incr-<setting>-n<N>). Each row is set beside its
+// own setting's peer: on this shared machine the capacity drifts by 20%
+// within a minute, and a peer measured once, before the cluster started,
+// was up to 25% off the one beside it.
 // (Files without such labels fall back to the mean of every peer run.)
 // lease ÷ probe is therefore the ratio of the two rows' ratios to their
 // peers, which cancels that drift; the raw req/s are in the table too. The
@@ -255,7 +257,7 @@ func lsTitle(r *fullReport) string {
 }
 
 const lsExplain = "ticketd: a fresh 3-node cluster per setting (fsync on, --dev), every request to the leader; server CPU is all three nodes'. " +
-	"HTTP: POST /v1/sequences/<seq>/ranges {\"count\":N}; peer: the bare Echo handler (ticketd-bench baseline), run alone just before the same setting's cluster. " +
+	"HTTP: POST /v1/sequences/<seq>/ranges {\"count\":N}; peer: the bare Echo handler (ticketd-bench baseline), beside the same setting's cluster, loaded just before and just after each of its loads (the peer is their mean). " +
 	"RESP: INCRBY <seq> N on the leader's Redis-protocol port; peer: redis-server --save '' --appendonly no, INCRBY <key> N, run beside the same setting's cluster in ABBA order. " +
 	"Each row is set beside its own setting's peer (the machine drifts between the passes). " +
 	"Closed loop, one request in flight per client, after a warm-up; every range checked for overlaps. " +
