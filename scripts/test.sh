@@ -88,9 +88,13 @@ export TICKETD_REQUIRE_DBS=1
 # build cache. (That line, at -p 1, would otherwise build each package only
 # after the one before it has finished its tests: about 250 s on a cold
 # machine, half of it saved here.)
-test_bins=$(mktemp -d "${TMPDIR:-/tmp}/ticketd-testbins.XXXXXX")
-timed go test -race -c -p 2 -o "$test_bins/" $packages >/dev/null
-rm -rf "$test_bins"
+build_race_tests() {
+  local dir
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/ticketd-testbins.XXXXXX")
+  go test -race -c -p 2 -o "$dir/" "$@" >/dev/null || { rm -rf "$dir"; return 1; }
+  rm -rf "$dir"
+}
+timed build_race_tests $packages
 # -p 1: packages that start clusters must not run side by side on a small
 # machine. atexit_sleep_ms=0: the race runtime otherwise sleeps a second
 # before each of the 35 test binaries exits, in case a goroutine still

@@ -50,6 +50,9 @@ def test_a_refill_failing_after_a_token_rotation_is_logged_once_and_its_recovery
 
         current[0] = "token-2"
         assert seq.next() == 11
+        # The refill's thread logs its recovery after it has handed the
+        # range on, so the call above may return first.
+        wait_for(lambda: any(r.levelno == logging.INFO for r in records(caplog)))
         infos = [r for r in records(caplog) if r.levelno == logging.INFO]
         assert len(infos) == 1 and "refill of sequence 'orders' recovered after" in infos[0].getMessage()
 
@@ -73,6 +76,7 @@ def test_retried_failures_are_one_warning_not_one_per_retry(cluster: Cluster, ca
         assert len(node.range_requests()) > 10
         down["on"] = False
         assert seq.next() == 1
+        wait_for(lambda: len(records(caplog)) >= 2)  # the recovery is logged after the hand-over
         got = [(r.levelname, r.getMessage()) for r in records(caplog)]
         assert [level for level, _ in got] == ["WARNING", "INFO"], got
         assert "no leader" in got[0][1]
@@ -96,6 +100,7 @@ def test_a_snowflake_fetch_failing_is_logged_once_and_its_recovery_too(
         down["on"] = False
         wait_for(lambda: sf.stats().cached > 0)  # the fetch in flight recovers on its own
         assert sf.next() == 1000
+        wait_for(lambda: len(records(caplog)) >= 2)  # the recovery is logged after the hand-over
         got = [(r.levelname, r.getMessage()) for r in records(caplog)]
         assert [level for level, _ in got] == ["WARNING", "INFO"], got
         assert "Snowflake fetch of namespace 'ev' failed" in got[0][1] and "no worker lease" in got[0][1]
