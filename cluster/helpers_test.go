@@ -69,15 +69,22 @@ func startNodesWith(t testing.TB, n int, tm timings, tweak func(*Config)) []*Nod
 		if tweak != nil {
 			tweak(&cfg)
 		}
-		node, err := Open(cfg, fsm.New())
-		if err != nil {
-			t.Fatalf("open %s: %v", p.ID, err)
-		}
-		t.Cleanup(func() { _ = node.Shutdown(context.Background(), false) })
-		if err := node.Start(nil); err != nil {
-			t.Fatalf("start %s: %v", p.ID, err)
-		}
-		nodes = append(nodes, node)
+		nodes = append(nodes, startNode(t, cfg))
 	}
 	return nodes
+}
+
+// startNode opens and starts a node from cfg, and shuts it down when the
+// test ends.
+func startNode(t testing.TB, cfg Config) *Node {
+	t.Helper()
+	node, err := Open(cfg, fsm.New())
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg.ID, err)
+	}
+	t.Cleanup(func() { _ = node.Shutdown(context.Background(), false) })
+	if err := node.Start(nil); err != nil {
+		t.Fatalf("start %s: %v", cfg.ID, err)
+	}
+	return node
 }

@@ -521,15 +521,7 @@ func reopenNode(t *testing.T, cfg Config) *Node {
 	if err != nil {
 		t.Fatalf("listen again on %s: %v", cfg.RaftAddr, err)
 	}
+	t.Cleanup(func() { _ = ln.Close() }) // if the node never took it
 	cfg.Listener = ln
-	n, err := Open(cfg, fsm.New())
-	if err != nil {
-		_ = ln.Close()
-		t.Fatalf("reopen %s: %v", cfg.ID, err)
-	}
-	t.Cleanup(func() { _ = n.Shutdown(context.Background(), false) })
-	if err := n.Start(nil); err != nil {
-		t.Fatalf("restart %s: %v", cfg.ID, err)
-	}
-	return n
+	return startNode(t, cfg)
 }

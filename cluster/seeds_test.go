@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/fsm"
 	"github.com/ticketd/ticketd/internal/testkit"
 )
 
@@ -61,14 +60,7 @@ func TestOpen_NotASeed_BootstrapsNothingAndIsAddedByTheSeeds(t *testing.T) {
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = raceTimings.heartbeat, raceTimings.election, raceTimings.lease
 	cfg.Logger = discardLogger()
 	cfg.RaftLogLevel = slog.LevelError
-	n4, err := Open(cfg, fsm.New())
-	if err != nil {
-		t.Fatalf("open a node outside the seed list: %v", err)
-	}
-	t.Cleanup(func() { _ = n4.Shutdown(context.Background(), false) })
-	if err := n4.Start(nil); err != nil {
-		t.Fatal(err)
-	}
+	n4 := startNode(t, cfg)
 	if own, err := n4.Configuration(); err != nil || len(own) != 0 {
 		t.Fatalf("n4's configuration before it is added: %v %v, want none (it must not bootstrap)", own, err)
 	}
